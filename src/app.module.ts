@@ -1,0 +1,34 @@
+import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { CqrsModule } from '@nestjs/cqrs';
+import { AuthModule } from './auth/auth.module.js';
+import { ProblemFilter } from './common/problem.filter.js';
+import type { AppConfig } from './config/app-config.js';
+import { ConfigModule } from './config/config.module.js';
+import { CustomersModule } from './customers/customers.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import type { DatabaseServer } from './database/database-server.js';
+import { HealthModule } from './health/health.module.js';
+import { TransactionsModule } from './transactions/transactions.module.js';
+
+export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports'] };
+
+@Module({})
+export class AppModule {
+  static forRoot({ config, database, extraImports = [] }: AppModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule.forRoot(database),
+        CqrsModule.forRoot(),
+        AuthModule,
+        CustomersModule,
+        TransactionsModule,
+        HealthModule,
+        ...extraImports,
+      ],
+      providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
+    };
+  }
+}

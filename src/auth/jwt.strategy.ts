@@ -1,0 +1,55 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { PassportStrategy } from '@nestjs/passport';
+import { passportJwtSecret } from 'jwks-rsa';
+import { ExtractJwt, Strategy, type SecretOrKeyProvider } from 'passport-jwt';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import type { Principal } from './scopes.js';
+import { VERIFICATION_KEYS } from './tokens.js';
+import type { VerificationKeys } from './signing-keys.js';
+
+type Claims = { app?: unknown; scope?: unknown; sub?: unknown };
+
+/**
+ * Bearer tokens: HS256 against JWT_SECRET and/or RS256/ES256 against the JWKS, chosen by the
+ * token's own `alg` but only among the algorithms pinned here (never `none`).
+ */
+@Injectable()
+export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
+  constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(VERIFICATION_KEYS) keys: VerificationKeys) {
+    const jwks = keys.jwksUri
+      ? passportJwtSecret({ jwksUri: keys.jwksUri, cache: true, rateLimit: true, jwksRequestsPerMinute: 10 })
+      : undefined;
+    const provider: SecretOrKeyProvider = (request, rawJwtToken, done) => {
+      const alg = headerAlg(rawJwtToken);
+      if (alg === 'HS256' && keys.secret) return done(null, keys.secret);
+      if ((alg === 'RS256' || alg === 'ES256') && jwks) return jwks(request, rawJwtToken, done);
+      return done(new Error(`token algorithm ${alg ?? 'unknown'} is not accepted`));
+    };
+    super({
+      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      secretOrKeyProvider: provider,
+      algorithms: [...(keys.secret ? ['HS256' as const] : []), ...(jwks ? ['RS256' as const, 'ES256' as const] : [])],
+      issuer: config.jwt.issuer,
+      audience: config.jwt.audience,
+      ignoreExpiration: false,
+    });
+  }
+
+  validate(claims: Claims): Principal {
+    const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];
+    return {
+      appId: typeof claims.app === 'string' ? claims.app : '',
+      scopes: new Set(scopes),
+      subject: typeof claims.sub === 'string' ? claims.sub : undefined,
+    };
+  }
+}
+
+function headerAlg(token: string): string | undefined {
+  try {
+    const header = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8')) as { alg?: unknown };
+    return typeof header.alg === 'string' ? header.alg : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { AppConfig, ConfigError } from '../config/app-config.js';
+
+export type VerificationKeys = {
+  /** HS256 secret, from JWT_SECRET or generated into DATA_DIR for local use. */
+  secret?: string;
+  jwksUri?: string;
+  /** Set when the secret was generated (or read back) from DATA_DIR rather than configured. */
+  generatedSecretPath?: string;
+};
+
+/**
+ * Without JWT_SECRET or JWT_JWKS_URI a local install still needs tokens: generate a secret into
+ * DATA_DIR once and reuse it. Production must configure one explicitly.
+ */
+export async function resolveVerificationKeys(config: AppConfig): Promise<VerificationKeys> {
+  const { secret, jwksUri } = config.jwt;
+  if (secret || jwksUri) return { secret, jwksUri };
+  if (config.env === 'production') {
+    throw new ConfigError(['JWT_SECRET or JWT_JWKS_URI must be set when NODE_ENV=production']);
+  }
+  const file = path.resolve(config.dataDir, 'jwt-secret');
+  try {
+    const existing = (await readFile(file, 'utf8')).trim();
+    if (existing.length >= 32) return { secret: existing, generatedSecretPath: file };
+  } catch {
+    // not generated yet
+  }
+  const generated = randomBytes(32).toString('base64url');
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, generated + '\n', { mode: 0o600 });
+  return { secret: generated, generatedSecretPath: file };
+}

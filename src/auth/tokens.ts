@@ -1,0 +1,1 @@
+export const VERIFICATION_KEYS = Symbol('VERIFICATION_KEYS');

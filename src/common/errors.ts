@@ -1,0 +1,32 @@
+/**
+ * Stable machine-readable codes. Modules throw their own error classes carrying one of these;
+ * transports map them (HTTP: problem-http.ts; Kafka consumer: projection/failure-policy.ts).
+ */
+export enum ErrorCode {
+  InvalidParameter = 'invalid_parameter',
+  TokenMissing = 'token_missing',
+  TokenInvalid = 'token_invalid',
+  TokenExpired = 'token_expired',
+  InsufficientScope = 'insufficient_scope',
+  AppClaimMissing = 'app_claim_missing',
+  NotFound = 'not_found',
+  MethodNotAllowed = 'method_not_allowed',
+  BadRequest = 'bad_request',
+  ServiceUnavailable = 'service_unavailable',
+  Internal = 'internal_error',
+}
+
+export abstract class AppError extends Error {
+  abstract readonly code: ErrorCode;
+}
+
+/** A request parameter failed validation; `parameter` names it in the problem response. */
+export class InvalidParameterError extends AppError {
+  readonly code = ErrorCode.InvalidParameter;
+  constructor(
+    readonly parameter: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}

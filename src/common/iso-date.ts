@@ -1,0 +1,33 @@
+// YYYY-MM-DD, optionally THH:mm[:ss[.fraction]] and Z or ±HH:MM / ±HHMM / ±HH.
+const ISO_8601 =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
+
+/**
+ * Parses an ISO 8601 date or date-time into a Date with millisecond precision (extra fraction
+ * digits are truncated). Without an offset the time is read as UTC; a date alone is midnight UTC.
+ * Returns undefined for anything else, including impossible calendar dates such as 2023-02-30.
+ */
+export function parseIsoDateTime(input: string): Date | undefined {
+  const m = ISO_8601.exec(input.trim());
+  if (!m) return undefined;
+  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', , sign, oh = '00', om = '00'] = m;
+  const year = Number(y), month = Number(mo), day = Number(d);
+  const hour = Number(h), minute = Number(mi), second = Number(s);
+  const offsetHours = Number(oh), offsetMinutes = Number(om);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
+  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) return undefined;
+  const ms = Number((frac + '000').slice(0, 3));
+  const offset = sign ? (sign === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) : 0;
+  const time = Date.UTC(year, month - 1, day, hour, minute, second, ms) - offset * 60_000;
+  const date = new Date(time);
+  return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+/** Output form of every date in the API: UTC, milliseconds, trailing Z. */
+export function toIsoUtc(date: Date | null | undefined): string | undefined {
+  return date ? date.toISOString() : undefined;
+}

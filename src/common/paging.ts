@@ -1,0 +1,36 @@
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { ApiPropertyOptional } from '@nestjs/swagger';
+
+export const DEFAULT_LIMIT = 100;
+export const MAX_LIMIT = 1000;
+
+export type Paging = { skip: number; limit: number; total: number };
+export type Page<Row> = { rows: Row[]; paging: Paging };
+
+/** Query strings are text: only plain decimal integers become numbers, anything else fails @IsInt. */
+export const toInteger = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value;
+
+export class PagingRequest {
+  @ApiPropertyOptional({ description: 'Rows to skip', default: 0, minimum: 0, type: 'integer' })
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt({ message: 'skip must be a non-negative integer' })
+  @Min(0, { message: 'skip must be a non-negative integer' })
+  skip: number = 0;
+
+  @ApiPropertyOptional({ description: 'Maximum rows to return', default: DEFAULT_LIMIT, minimum: 0, maximum: MAX_LIMIT, type: 'integer' })
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt({ message: `limit must be an integer between 0 and ${MAX_LIMIT}` })
+  @Min(0, { message: `limit must be an integer between 0 and ${MAX_LIMIT}` })
+  @Max(MAX_LIMIT, { message: `limit must be an integer between 0 and ${MAX_LIMIT}` })
+  limit: number = DEFAULT_LIMIT;
+}
+
+export const pagingSchema = {
+  type: 'object',
+  required: ['skip', 'limit', 'total'],
+  properties: { skip: { type: 'integer' }, limit: { type: 'integer' }, total: { type: 'integer' } },
+} as const;

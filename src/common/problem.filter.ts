@@ -1,0 +1,48 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ErrorCode, InvalidParameterError } from './errors.js';
+import { codeForStatus, problem, PROBLEM_CONTENT_TYPE, type Problem } from './problem-http.js';
+
+/** Turns every error leaving a controller (or the router) into an RFC 9457 problem response. */
+@Catch()
+export class ProblemFilter implements ExceptionFilter {
+  private readonly logger = new Logger('http');
+
+  catch(error: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const request = http.getRequest<FastifyRequest>();
+    const reply = http.getResponse<FastifyReply>();
+    const body = this.toProblem(error, request);
+    if (body.status >= 500) {
+      this.logger.error({ err: error, reqId: request.id, msg: 'request failed' });
+    }
+    void reply.status(body.status).header('content-type', PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
+  }
+
+  private toProblem(error: unknown, request: FastifyRequest): Problem {
+    const instance = request.url.split('?')[0];
+    if (error instanceof InvalidParameterError) {
+      return problem(error.code, error.message, { instance, parameter: error.parameter });
+    }
+    if (error instanceof AppError) {
+      return problem(error.code, error.message, { instance });
+    }
+    if (error instanceof HttpException) {
+      const status = error.getStatus();
+      const code = codeForStatus(status);
+      // Nest's own messages for 4xx are safe to show ("Cannot GET /x"); 5xx details never are.
+      if (status === 503) {
+        // Readiness checks: say which dependency is down (names and states only, no internals).
+        return { ...problem(code, 'A dependency of the service is not ready.', { instance }), status, checks: error.getResponse() } as Problem;
+      }
+      const detail = status < 500 ? error.message : 'The server could not complete the request.';
+      return { ...problem(code, detail, { instance }), status };
+    }
+    const status = (error as { statusCode?: unknown })?.statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      // Fastify errors (malformed URL, unsupported media type...) carry a client status and a safe message.
+      return { ...problem(codeForStatus(status), (error as Error).message, { instance }), status };
+    }
+    return problem(ErrorCode.Internal, 'The server could not complete the request.', { instance });
+  }
+}

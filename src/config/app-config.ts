@@ -1,0 +1,175 @@
+import 'reflect-metadata';
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+} from 'class-validator';
+
+const toInt = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+const toBool = ({ value }: { value: unknown }) => {
+  if (typeof value !== 'string') return value;
+  const v = value.trim().toLowerCase();
+  return v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : value;
+};
+const toList = ({ value }: { value: unknown }) =>
+  typeof value === 'string'
+    ? value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : value;
+
+/** Every environment variable the service reads, with its default. Parsed once at boot. */
+class Environment {
+  @IsOptional() @IsIn(['development', 'production', 'test'])
+  NODE_ENV = 'development';
+
+  @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  PORT = 3000;
+
+  @IsOptional() @IsUrl({ protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true })
+  DATABASE_URL?: string;
+
+  @IsString() @MinLength(1)
+  DATA_DIR = './.data';
+
+  @Transform(toInt) @IsInt() @Min(1024) @Max(65535)
+  EMBEDDED_PG_PORT = 54329;
+
+  @IsOptional() @IsString() @MinLength(32, { message: 'JWT_SECRET must be at least 32 characters' })
+  JWT_SECRET?: string;
+
+  @IsOptional() @IsUrl({ require_tld: false, protocols: ['http', 'https'] })
+  JWT_JWKS_URI?: string;
+
+  @IsOptional() @IsString()
+  JWT_ISSUER?: string;
+
+  @IsOptional() @IsString()
+  JWT_AUDIENCE?: string;
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL = 'info';
+
+  @IsOptional() @Transform(toList) @IsString({ each: true })
+  KAFKA_BROKERS?: string[];
+
+  @IsString() @MinLength(1)
+  KAFKA_TOPIC = 'purchase-events';
+
+  @IsString() @MinLength(1)
+  KAFKA_GROUP_ID = 'subscription-read-models';
+
+  @IsString() @MinLength(1)
+  KAFKA_CLIENT_ID = 'subscription-records';
+
+  @Transform(toBool) @IsBoolean()
+  KAFKA_SSL = false;
+
+  @IsOptional() @IsIn(['plain', 'scram-sha-256', 'scram-sha-512'])
+  KAFKA_SASL_MECHANISM?: 'plain' | 'scram-sha-256' | 'scram-sha-512';
+
+  @IsOptional() @IsString()
+  KAFKA_SASL_USERNAME?: string;
+
+  @IsOptional() @IsString()
+  KAFKA_SASL_PASSWORD?: string;
+
+  @Transform(toBool) @IsBoolean()
+  CONSUMER_ENABLED = true;
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
+  PROJECTION_BATCH_SIZE = 5000;
+}
+
+export type KafkaSettings = {
+  brokers: string[];
+  topic: string;
+  groupId: string;
+  clientId: string;
+  ssl: boolean;
+  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+};
+
+export type AppConfig = Readonly<{
+  env: 'development' | 'production' | 'test';
+  port: number;
+  /** Unset means: run the embedded PostgreSQL under dataDir. */
+  databaseUrl?: string;
+  dataDir: string;
+  embeddedPgPort: number;
+  jwt: Readonly<{ secret?: string; jwksUri?: string; issuer?: string; audience?: string }>;
+  logLevel: string;
+  /** Unset means: use the embedded event log table instead of Kafka. */
+  kafka?: Readonly<KafkaSettings>;
+  eventLogTopic: string;
+  consumerEnabled: boolean;
+  projectionBatchSize: number;
+}>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  }
+}
+
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
+  // Empty strings count as unset so that `FOO= npm start` falls back to the default.
+  const raw = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
+  const env = plainToInstance(Environment, raw, { exposeDefaultValues: true });
+  const errors = validateSync(env, { forbidUnknownValues: false });
+  const problems = errors.flatMap((e) =>
+    Object.values(e.constraints ?? {}).map((message) =>
+      message.startsWith(e.property) ? message : `${e.property}: ${message}`,
+    ),
+  );
+  if (env.KAFKA_SASL_MECHANISM && !(env.KAFKA_SASL_USERNAME && env.KAFKA_SASL_PASSWORD)) {
+    problems.push('KAFKA_SASL_MECHANISM requires KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD');
+  }
+  if (env.KAFKA_BROKERS && env.KAFKA_BROKERS.length === 0) {
+    problems.push('KAFKA_BROKERS must list at least one host:port');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  return Object.freeze({
+    env: env.NODE_ENV as AppConfig['env'],
+    port: env.PORT,
+    databaseUrl: env.DATABASE_URL,
+    dataDir: env.DATA_DIR,
+    embeddedPgPort: env.EMBEDDED_PG_PORT,
+    jwt: Object.freeze({
+      secret: env.JWT_SECRET,
+      jwksUri: env.JWT_JWKS_URI,
+      issuer: env.JWT_ISSUER,
+      audience: env.JWT_AUDIENCE,
+    }),
+    logLevel: env.LOG_LEVEL,
+    kafka: env.KAFKA_BROKERS
+      ? Object.freeze({
+          brokers: env.KAFKA_BROKERS,
+          topic: env.KAFKA_TOPIC,
+          groupId: env.KAFKA_GROUP_ID,
+          clientId: env.KAFKA_CLIENT_ID,
+          ssl: env.KAFKA_SSL,
+          sasl: env.KAFKA_SASL_MECHANISM
+            ? { mechanism: env.KAFKA_SASL_MECHANISM, username: env.KAFKA_SASL_USERNAME!, password: env.KAFKA_SASL_PASSWORD! }
+            : undefined,
+        })
+      : undefined,
+    eventLogTopic: env.KAFKA_TOPIC,
+    consumerEnabled: env.CONSUMER_ENABLED,
+    projectionBatchSize: env.PROJECTION_BATCH_SIZE,
+  });
+}
+
+/** Nest injection token for the frozen AppConfig. */
+export const APP_CONFIG = Symbol('APP_CONFIG');

@@ -1,0 +1,38 @@
+import { Controller, Get, Query, Req } from '@nestjs/common';
+import { QueryBus } from '@nestjs/cqrs';
+import { RouteSchema } from '@nestjs/platform-fastify';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import { Authorize, CurrentPrincipal } from '../../auth/authorize.decorator.js';
+import type { Principal } from '../../auth/scopes.js';
+import { ApiProblemResponses } from '../../common/api-problem-responses.js';
+import type { Page } from '../../common/paging.js';
+import { customerPageSchema, type CustomerSummary } from '../customer.schema.js';
+import { ListCustomersQuery } from './list-customers.query.js';
+import { ListCustomersRequest, parseListCustomersRequest } from './list-customers.request.js';
+
+@ApiTags('customers')
+@Controller('v2/customers')
+export class ListCustomersController {
+  constructor(private readonly queryBus: QueryBus) {}
+
+  @Get()
+  @Authorize('customers:read')
+  @RouteSchema({ response: { 200: customerPageSchema } })
+  @ApiOperation({ summary: 'List customers', description: 'Ordered by when each customer was first seen, then applicationUsername.' })
+  @ApiOkResponse({ schema: customerPageSchema as object })
+  @ApiProblemResponses()
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Query() query: ListCustomersRequest,
+    @Req() request: FastifyRequest,
+  ): Promise<Page<CustomerSummary>> {
+    const rawQuery = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '';
+    const parsed = parseListCustomersRequest(query as unknown as Record<string, unknown>, rawQuery);
+    return this.queryBus.execute(
+      parsed.kind === 'usernames'
+        ? new ListCustomersQuery(principal.appId, 0, parsed.usernames.length, parsed.usernames)
+        : new ListCustomersQuery(principal.appId, parsed.skip, parsed.limit),
+    );
+  }
+}

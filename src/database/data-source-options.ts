@@ -1,0 +1,21 @@
+import type { DataSourceOptions } from 'typeorm';
+import { ENTITIES } from './entities.js';
+import { ReadModels1763700000000 } from './migrations/1763700000000-read-models.js';
+
+export const MIGRATIONS = [ReadModels1763700000000];
+
+export function dataSourceOptions(url: string, overrides: Partial<{ poolSize: number; applicationName: string }> = {}): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsRun: false,
+    migrationsTransactionMode: 'each',
+    synchronize: false,
+    logging: false,
+    poolSize: overrides.poolSize ?? 10,
+    applicationName: overrides.applicationName ?? 'subscription-records',
+    extra: { connectionTimeoutMillis: 5000 },
+  };
+}

@@ -1,0 +1,115 @@
+import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
+
+// Entities describe the tables for TypeORM (metadata, schema drift checks); the read side and the
+// projection write plain SQL against them. Timestamps are timestamptz throughout.
+
+@Entity({ schema: 'read_model', name: 'customers' })
+@Index('customers_page_idx', ['appId', 'firstSeenAt', 'applicationUsername'])
+export class CustomerEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @PrimaryColumn({ name: 'application_username', type: 'text' }) applicationUsername: string;
+  @Column({ name: 'first_seen_at', type: 'timestamptz' }) firstSeenAt: Date;
+}
+
+@Entity({ schema: 'read_model', name: 'receipts' })
+@Index('receipts_customer_idx', ['appId', 'applicationUsername', 'receiptId'])
+export class ReceiptEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @PrimaryColumn({ name: 'receipt_id', type: 'text' }) receiptId: string;
+  @Column({ name: 'application_username', type: 'text' }) applicationUsername: string;
+  @Column({ name: 'version_time', type: 'timestamptz' }) versionTime: Date;
+  @Column({ name: 'version_id', type: 'text' }) versionId: string;
+}
+
+@Entity({ schema: 'read_model', name: 'transactions' })
+@Index('transactions_page_idx', ['appId', 'occurredAt', 'transactionId'])
+@Index('transactions_receipt_idx', ['appId', 'receiptId'])
+export class TransactionEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @PrimaryColumn({ name: 'transaction_id', type: 'text' }) transactionId: string;
+  @Column({ name: 'receipt_id', type: 'text' }) receiptId: string;
+  @Column({ name: 'purchase_id', type: 'text' }) purchaseId: string;
+  @Column({ name: 'product_id', type: 'text' }) productId: string;
+  @Column({ type: 'text' }) platform: string;
+  @Column({ type: 'boolean', nullable: true }) sandbox: boolean | null;
+  @Column({ name: 'purchase_date', type: 'timestamptz', nullable: true }) purchaseDate: Date | null;
+  @Column({ name: 'last_renewal_date', type: 'timestamptz', nullable: true }) lastRenewalDate: Date | null;
+  @Column({ name: 'renewal_date', type: 'timestamptz', nullable: true }) renewalDate: Date | null;
+  @Column({ name: 'expiration_date', type: 'timestamptz', nullable: true }) expirationDate: Date | null;
+  @Column({ name: 'renewal_intent', type: 'text', nullable: true }) renewalIntent: string | null;
+  @Column({ name: 'renewal_intent_change_date', type: 'timestamptz', nullable: true }) renewalIntentChangeDate: Date | null;
+  @Column({ name: 'cancelation_reason', type: 'text', nullable: true }) cancelationReason: string | null;
+  @Column({ name: 'is_pending', type: 'boolean', nullable: true }) isPending: boolean | null;
+  @Column({ name: 'is_acknowledged', type: 'boolean', nullable: true }) isAcknowledged: boolean | null;
+  @Column({ name: 'is_consumed', type: 'boolean', nullable: true }) isConsumed: boolean | null;
+  @Column({ name: 'is_billing_retry_period', type: 'boolean', nullable: true }) isBillingRetryPeriod: boolean | null;
+  @Column({ name: 'is_trial_period', type: 'boolean', nullable: true }) isTrialPeriod: boolean | null;
+  @Column({ name: 'is_intro_period', type: 'boolean', nullable: true }) isIntroPeriod: boolean | null;
+  @Column({ name: 'is_expired', type: 'boolean', nullable: true }) isExpired: boolean | null;
+  @Column({ name: 'price_consent_status', type: 'text', nullable: true }) priceConsentStatus: string | null;
+  @Column({ name: 'discount_id', type: 'text', nullable: true }) discountId: string | null;
+  @Column({ type: 'integer', nullable: true }) quantity: number | null;
+  @Column({ name: 'amount_usd', type: 'double precision', nullable: true }) amountUsd: number | null;
+  @Column({ name: 'amount_micros', type: 'bigint', nullable: true }) amountMicros: string | null;
+  @Column({ type: 'text', nullable: true }) currency: string | null;
+  /** The instant that orders transactions and drives the date filter; see docs/api.md. */
+  @Column({ name: 'occurred_at', type: 'timestamptz' }) occurredAt: Date;
+  @Column({ name: 'version_time', type: 'timestamptz' }) versionTime: Date;
+  @Column({ name: 'version_id', type: 'text' }) versionId: string;
+}
+
+@Entity({ schema: 'read_model', name: 'processed_events' })
+export class ProcessedEventEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @PrimaryColumn({ name: 'event_id', type: 'text' }) eventId: string;
+}
+
+@Entity({ schema: 'read_model', name: 'projection_offsets' })
+export class ProjectionOffsetEntity {
+  @PrimaryColumn({ type: 'text' }) topic: string;
+  @PrimaryColumn({ type: 'integer' }) partition: number;
+  @Column({ name: 'next_offset', type: 'bigint' }) nextOffset: string;
+  @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' }) updatedAt: Date;
+}
+
+@Entity({ schema: 'public', name: 'event_log' })
+export class EventLogEntity {
+  @PrimaryColumn({ type: 'text' }) topic: string;
+  @PrimaryColumn({ type: 'integer' }) partition: number;
+  @PrimaryColumn({ type: 'bigint' }) offset: string;
+  @Column({ type: 'text', nullable: true }) key: string | null;
+  @Column({ type: 'bytea' }) value: Buffer;
+  @Column({ name: 'appended_at', type: 'timestamptz', default: () => 'now()' }) appendedAt: Date;
+}
+
+@Entity({ schema: 'public', name: 'event_log_heads' })
+export class EventLogHeadEntity {
+  @PrimaryColumn({ type: 'text' }) topic: string;
+  @PrimaryColumn({ type: 'integer' }) partition: number;
+  @Column({ name: 'next_offset', type: 'bigint' }) nextOffset: string;
+}
+
+@Entity({ schema: 'public', name: 'dead_letters' })
+@Index(['topic', 'partition', 'offset'], { unique: true })
+export class DeadLetterEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @Column({ type: 'text' }) topic: string;
+  @Column({ type: 'integer' }) partition: number;
+  @Column({ type: 'bigint' }) offset: string;
+  @Column({ type: 'text', nullable: true }) key: string | null;
+  @Column({ type: 'bytea' }) value: Buffer;
+  @Column({ type: 'text' }) code: string;
+  @Column({ type: 'text' }) reason: string;
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' }) createdAt: Date;
+}
+
+export const ENTITIES = [
+  CustomerEntity,
+  ReceiptEntity,
+  TransactionEntity,
+  ProcessedEventEntity,
+  ProjectionOffsetEntity,
+  EventLogEntity,
+  EventLogHeadEntity,
+  DeadLetterEntity,
+];

@@ -1,0 +1,37 @@
+import { randomUUID } from 'node:crypto';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import type { Logger } from 'pino';
+import { AppModule, type AppModuleOptions } from './app.module.js';
+import { PinoNestLogger } from './common/logger.js';
+
+/** Builds the HTTP application; main.ts listens on it and the e2e tests drive it on an ephemeral port. */
+export async function createHttpApp(options: AppModuleOptions & { pino: Logger }): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    loggerInstance: options.pino,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    disableRequestLogging: false,
+  });
+  adapter.getInstance().addHook('onSend', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
+    logger: new PinoNestLogger(options.pino),
+    bufferLogs: false,
+  });
+  app.enableShutdownHooks();
+
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Subscription records')
+      .setDescription('Customers and in-app purchase transactions per application, from store notifications.')
+      .setVersion('2')
+      .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', useGlobalPrefix: false });
+  return app;
+}

@@ -1,0 +1,40 @@
+import 'reflect-metadata';
+import { createPino } from './common/logger.js';
+import { ConfigError, loadConfig } from './config/app-config.js';
+import { openDatabaseServer } from './database/database-server.js';
+import { createHttpApp } from './http-app.js';
+import type { VerificationKeys } from './auth/signing-keys.js';
+import { VERIFICATION_KEYS } from './auth/tokens.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createPino(config.logLevel);
+  const database = await openDatabaseServer(config);
+  const app = await createHttpApp({ config, database, pino: log });
+  await app.listen({ port: config.port, host: '0.0.0.0' });
+
+  log.info(
+    {
+      port: config.port,
+      database: database.mode === 'embedded' ? `embedded PostgreSQL in ${config.dataDir}` : 'external PostgreSQL (DATABASE_URL)',
+      eventSource: config.kafka ? `Kafka ${config.kafka.brokers.join(',')} topic ${config.kafka.topic}` : 'embedded event log',
+    },
+    'subscription records service started',
+  );
+  const keys = app.get<VerificationKeys>(VERIFICATION_KEYS);
+  if (keys.generatedSecretPath) {
+    log.info(
+      `no JWT_SECRET configured: using the generated secret in ${keys.generatedSecretPath}. ` +
+        'Mint a token with: npm run cli -- token --app <app-id>',
+    );
+  }
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    console.error(error.message);
+    process.exit(78); // EX_CONFIG
+  }
+  console.error(error);
+  process.exit(1);
+});

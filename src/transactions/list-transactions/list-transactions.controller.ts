@@ -1,0 +1,30 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { QueryBus } from '@nestjs/cqrs';
+import { RouteSchema } from '@nestjs/platform-fastify';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Authorize, CurrentPrincipal } from '../../auth/authorize.decorator.js';
+import type { Principal } from '../../auth/scopes.js';
+import { ApiProblemResponses } from '../../common/api-problem-responses.js';
+import type { Page } from '../../common/paging.js';
+import { transactionPageSchema, type TransactionView } from '../transaction.schema.js';
+import { ListTransactionsQuery } from './list-transactions.query.js';
+import { ListTransactionsRequest, parseListTransactionsRequest } from './list-transactions.request.js';
+
+@ApiTags('transactions')
+@Controller('v2/transactions')
+export class ListTransactionsController {
+  constructor(private readonly queryBus: QueryBus) {}
+
+  @Get()
+  @Authorize('transactions:read')
+  @RouteSchema({ response: { 200: transactionPageSchema } })
+  @ApiOperation({ summary: 'List transactions', description: 'Ordered by transaction date, then transactionId.' })
+  @ApiOkResponse({ schema: transactionPageSchema as object })
+  @ApiProblemResponses()
+  list(@CurrentPrincipal() principal: Principal, @Query() query: ListTransactionsRequest): Promise<Page<TransactionView>> {
+    const request = parseListTransactionsRequest(query as unknown as Record<string, unknown>);
+    return this.queryBus.execute(
+      new ListTransactionsQuery(principal.appId, request.skip, request.limit, request.startdate, request.enddate),
+    );
+  }
+}

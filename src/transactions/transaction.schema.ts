@@ -1,0 +1,79 @@
+import { pagingSchema } from '../common/paging.js';
+
+const dateTime = { type: 'string', format: 'date-time' } as const;
+const str = { type: 'string' } as const;
+const bool = { type: 'boolean' } as const;
+const num = { type: 'number' } as const;
+
+/** JSON Schema of one Transaction row: drives fast-json-stringify and the OpenAPI document. */
+export const transactionSchema = {
+  type: 'object',
+  required: ['transactionId', 'purchaseId', 'productId', 'platform', 'receiptId'],
+  properties: {
+    transactionId: str,
+    purchaseId: str,
+    productId: str,
+    platform: { type: 'string', description: 'Store platform; also the prefix of every identifier' },
+    receiptId: str,
+    sandbox: bool,
+    purchaseDate: dateTime,
+    lastRenewalDate: dateTime,
+    renewalDate: dateTime,
+    expirationDate: dateTime,
+    renewalIntent: str,
+    renewalIntentChangeDate: dateTime,
+    cancelationReason: str,
+    isPending: bool,
+    isAcknowledged: bool,
+    isConsumed: bool,
+    isBillingRetryPeriod: bool,
+    isTrialPeriod: bool,
+    isIntroPeriod: bool,
+    isExpired: bool,
+    priceConsentStatus: str,
+    discountId: str,
+    quantity: { type: 'integer' },
+    amountUSD: num,
+    priceUSD: num,
+    amountMicros: num,
+    priceMicros: num,
+    currency: str,
+  },
+} as const;
+
+export const transactionPageSchema = {
+  type: 'object',
+  required: ['rows', 'paging'],
+  properties: { rows: { type: 'array', items: transactionSchema }, paging: pagingSchema },
+} as const;
+
+export type TransactionView = {
+  transactionId: string;
+  purchaseId: string;
+  productId: string;
+  platform: string;
+  receiptId: string;
+  sandbox?: boolean;
+  purchaseDate?: Date;
+  lastRenewalDate?: Date;
+  renewalDate?: Date;
+  expirationDate?: Date;
+  renewalIntent?: string;
+  renewalIntentChangeDate?: Date;
+  cancelationReason?: string;
+  isPending?: boolean;
+  isAcknowledged?: boolean;
+  isConsumed?: boolean;
+  isBillingRetryPeriod?: boolean;
+  isTrialPeriod?: boolean;
+  isIntroPeriod?: boolean;
+  isExpired?: boolean;
+  priceConsentStatus?: string;
+  discountId?: string;
+  quantity?: number;
+  amountUSD?: number;
+  priceUSD?: number;
+  amountMicros?: number;
+  priceMicros?: number;
+  currency?: string;
+};
