@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
-import { passportJwtSecret } from 'jwks-rsa';
 import { ExtractJwt, Strategy, type SecretOrKeyProvider } from 'passport-jwt';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { Principal } from './scopes.js';
@@ -16,9 +15,7 @@ type Claims = { app?: unknown; scope?: unknown; sub?: unknown };
 @Injectable()
 export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(VERIFICATION_KEYS) keys: VerificationKeys) {
-    const jwks = keys.jwksUri
-      ? passportJwtSecret({ jwksUri: keys.jwksUri, cache: true, rateLimit: true, jwksRequestsPerMinute: 10 })
-      : undefined;
+    const { jwks } = keys;
     const provider: SecretOrKeyProvider = (request, rawJwtToken, done) => {
       const alg = headerAlg(rawJwtToken);
       if (alg === 'HS256' && keys.secret) return done(null, keys.secret);

@@ -11,13 +11,12 @@ export type MintOptions = {
 };
 
 export function mintToken(o: MintOptions): string {
-  return jwt.sign({ app: o.appId, scope: o.scopes.join(' ') }, o.secret, {
-    algorithm: 'HS256',
-    expiresIn: o.ttlSeconds,
-    subject: o.subject,
-    issuer: o.issuer,
-    audience: o.audience,
-  });
+  // jsonwebtoken refuses options that are present but undefined.
+  const options: jwt.SignOptions = { algorithm: 'HS256', expiresIn: o.ttlSeconds };
+  if (o.subject) options.subject = o.subject;
+  if (o.issuer) options.issuer = o.issuer;
+  if (o.audience) options.audience = o.audience;
+  return jwt.sign({ app: o.appId, scope: o.scopes.join(' ') }, o.secret, options);
 }
 
 /** "90", "15m", "12h", "7d" -> seconds. */

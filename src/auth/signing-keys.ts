@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { SecretOrKeyProvider } from 'passport-jwt';
 import { AppConfig, ConfigError } from '../config/app-config.js';
 
 export type VerificationKeys = {
   /** HS256 secret, from JWT_SECRET or generated into DATA_DIR for local use. */
   secret?: string;
-  jwksUri?: string;
+  /** Key lookup for RS256/ES256 tokens against JWT_JWKS_URI (jwks-rsa, cached and rate limited). */
+  jwks?: SecretOrKeyProvider;
   /** Set when the secret was generated (or read back) from DATA_DIR rather than configured. */
   generatedSecretPath?: string;
 };
@@ -17,7 +19,7 @@ export type VerificationKeys = {
  */
 export async function resolveVerificationKeys(config: AppConfig): Promise<VerificationKeys> {
   const { secret, jwksUri } = config.jwt;
-  if (secret || jwksUri) return { secret, jwksUri };
+  if (secret || jwksUri) return { secret, jwks: jwksUri ? await jwksProvider(jwksUri) : undefined };
   if (config.env === 'production') {
     throw new ConfigError(['JWT_SECRET or JWT_JWKS_URI must be set when NODE_ENV=production']);
   }
@@ -32,4 +34,10 @@ export async function resolveVerificationKeys(config: AppConfig): Promise<Verifi
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, generated + '\n', { mode: 0o600 });
   return { secret: generated, generatedSecretPath: file };
+}
+
+// Loaded only when configured: jwks-rsa pulls in the ESM-only `jose` through require().
+async function jwksProvider(jwksUri: string): Promise<SecretOrKeyProvider> {
+  const { passportJwtSecret } = await import('jwks-rsa');
+  return passportJwtSecret({ jwksUri, cache: true, rateLimit: true, jwksRequestsPerMinute: 10 });
 }

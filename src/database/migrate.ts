@@ -2,7 +2,8 @@ import type { DataSource } from 'typeorm';
 
 const MIGRATION_LOCK = 727_001;
 
-/** Instances booting together must not run the same migration twice. */
+/** Instances booting together must not run the same migration twice. Needs a pool of at least two:
+ * the lock is held on one connection while TypeORM migrates on another. */
 export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   const runner = dataSource.createQueryRunner();
   await runner.connect();

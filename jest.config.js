@@ -1,0 +1,29 @@
+// Native ESM jest (Nest 12 is ESM-only): @swc/jest strips types and keeps `import`s; relative
+// `.js` specifiers are mapped back to the `.ts` sources.
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+      keepClassNames: true,
+    },
+    module: { type: 'es6' },
+    sourceMaps: 'inline',
+  },
+];
+
+/** @type {import('jest').Config} */
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: { '^.+\\.ts$': swc },
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // Tiers in the name: *.spec.ts pure, *.int-spec.ts real PostgreSQL/Kafka, *.e2e-spec.ts over HTTP.
+  testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.int-spec.ts', '<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/test/**/*.spec.ts'],
+  globalSetup: '<rootDir>/test/setup/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/setup/global-teardown.mjs',
+  testTimeout: 60_000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,25 @@
+// The embedded event log: an append-only table with Kafka-like (topic, partition, offset)
+// addressing, used when KAFKA_BROKERS is unset. Appenders lock the partition's head row, so offsets
+// are dense and become visible in order; a reader never skips an offset that commits late.
+
+export const NOTIFY_CHANNEL = 'event_log_appended';
+
+export const eventLogSql = {
+  ensureHead: `
+    INSERT INTO public.event_log_heads (topic, partition, next_offset) VALUES ($1, $2, 0)
+    ON CONFLICT (topic, partition) DO NOTHING`,
+  reserve: `
+    UPDATE public.event_log_heads SET next_offset = next_offset + $3
+    WHERE topic = $1 AND partition = $2
+    RETURNING next_offset - $3 AS first_offset`,
+  append: `
+    INSERT INTO public.event_log (topic, partition, "offset", key, value)
+    SELECT $1, $2, $3::bigint + m.ord - 1, m.key, m.value
+    FROM unnest($4::text[], $5::bytea[]) WITH ORDINALITY AS m(key, value, ord)`,
+  notify: `SELECT pg_notify('${NOTIFY_CHANNEL}', $1)`,
+  read: `
+    SELECT "offset"::text AS offset, key, value FROM public.event_log
+    WHERE topic = $1 AND partition = $2 AND "offset" >= $3
+    ORDER BY "offset" LIMIT $4`,
+  endOffsets: `SELECT partition, next_offset::text AS next_offset FROM public.event_log_heads WHERE topic = $1 ORDER BY partition`,
+};

@@ -1,0 +1,108 @@
+import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { EVENT_SCHEMAS, TRANSACTION_FIELDS } from './event-schemas.js';
+import { normalizeTime } from './event-time.js';
+import type { PurchaseEvent, TransactionSnapshot } from './purchase-event.js';
+
+/** Why an event cannot be projected; each one sends the message to the dead letters. */
+export enum RejectCode {
+  NotJson = 'not_json',
+  UnknownType = 'unknown_type',
+  SchemaViolation = 'schema_violation',
+  BadIdentifier = 'bad_identifier',
+}
+
+export type Decoded = { ok: true; event: PurchaseEvent } | { ok: false; code: RejectCode; reason: string };
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const ajv = addFormats(new Ajv({ allErrors: false, strict: true, allowUnionTypes: true }));
+const validators: Record<string, ValidateFunction> = Object.fromEntries(
+  Object.entries(EVENT_SCHEMAS).map(([type, schema]) => [type, ajv.compile(schema)]),
+);
+
+const DATE_FIELDS = ['purchaseDate', 'lastRenewalDate', 'renewalDate', 'expirationDate', 'renewalIntentChangeDate'] as const;
+
+/** Parses and validates one message value. Pure: same bytes, same answer. */
+export function decodeEvent(value: Buffer | string | null): Decoded {
+  if (value === null) return { ok: false, code: RejectCode.NotJson, reason: 'message has no value' };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(typeof value === 'string' ? value : value.toString('utf8'));
+  } catch (error) {
+    return { ok: false, code: RejectCode.NotJson, reason: `not JSON: ${(error as Error).message}` };
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return { ok: false, code: RejectCode.SchemaViolation, reason: 'event must be a JSON object' };
+  }
+  const type = (raw as { type?: unknown }).type;
+  const validate = typeof type === 'string' ? validators[type] : undefined;
+  if (!validate) {
+    return { ok: false, code: RejectCode.UnknownType, reason: `unknown event type ${JSON.stringify(type)}; expected one of ${Object.keys(validators).join(', ')}` };
+  }
+  if (!validate(raw)) {
+    const code = validate.errors?.some(isIdentifierError) ? RejectCode.BadIdentifier : RejectCode.SchemaViolation;
+    return { ok: false, code, reason: describe(validate.errors) };
+  }
+  return normalise(raw as RawEvent);
+}
+
+type RawEvent = { id: string; appid: string; time: string; type: string; data: Record<string, unknown> };
+
+function normalise(raw: RawEvent): Decoded {
+  const time = normalizeTime(raw.time);
+  if (!time) return { ok: false, code: RejectCode.SchemaViolation, reason: `/time: not an RFC 3339 date-time: ${raw.time}` };
+  const base = { id: raw.id, appId: raw.appid, time };
+  if (raw.type === 'receipt.linked') {
+    const data = raw.data as { receiptId: string; applicationUsername: string };
+    return { ok: true, event: { ...base, type: 'receipt.linked', data: { receiptId: data.receiptId, applicationUsername: data.applicationUsername } } };
+  }
+
+  const { priceUSD, priceMicros, ...rest } = raw.data as TransactionSnapshot & { priceUSD?: number; priceMicros?: number };
+  for (const field of ['transactionId', 'productId', 'receiptId'] as const) {
+    if (!rest[field].startsWith(`${rest.platform}:`)) {
+      return { ok: false, code: RejectCode.BadIdentifier, reason: `/data/${field} must start with the platform prefix "${rest.platform}:" (got "${rest[field]}")` };
+    }
+  }
+  if (rest.amountUSD !== undefined && priceUSD !== undefined && rest.amountUSD !== priceUSD) {
+    return { ok: false, code: RejectCode.SchemaViolation, reason: '/data: amountUSD and priceUSD disagree' };
+  }
+  if (rest.amountMicros !== undefined && priceMicros !== undefined && rest.amountMicros !== priceMicros) {
+    return { ok: false, code: RejectCode.SchemaViolation, reason: '/data: amountMicros and priceMicros disagree' };
+  }
+  const data: TransactionSnapshot = pick(rest);
+  data.amountUSD = rest.amountUSD ?? priceUSD;
+  data.amountMicros = rest.amountMicros ?? priceMicros;
+  for (const field of DATE_FIELDS) {
+    const value = data[field];
+    if (value !== undefined) {
+      const normal = normalizeTime(value);
+      if (!normal) return { ok: false, code: RejectCode.SchemaViolation, reason: `/data/${field}: not an RFC 3339 date-time` };
+      data[field] = normal;
+    }
+  }
+  return { ok: true, event: { ...base, type: 'transaction.updated', data } };
+}
+
+const KNOWN = Object.keys(TRANSACTION_FIELDS).filter(
+  (k) => k !== 'priceUSD' && k !== 'priceMicros',
+);
+
+/** Keeps the contract's fields only: unknown producer fields are ignored, not stored. */
+function pick(data: Record<string, unknown>): TransactionSnapshot {
+  const out: Record<string, unknown> = {};
+  for (const key of KNOWN) if (data[key] !== undefined) out[key] = data[key];
+  return out as TransactionSnapshot;
+}
+
+function isIdentifierError(e: ErrorObject): boolean {
+  return e.keyword === 'pattern' && /\/(transactionId|productId|receiptId)$/.test(e.instancePath);
+}
+
+function describe(errors: ErrorObject[] | null | undefined): string {
+  const e = errors?.[0];
+  if (!e) return 'invalid event';
+  const where = e.instancePath || '/';
+  if (e.keyword === 'required') return `${where}: missing required property "${(e.params as { missingProperty: string }).missingProperty}"`;
+  if (e.keyword === 'const') return `${where}: must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`;
+  return `${where}: ${e.message ?? 'invalid'}`;
+}

@@ -1,0 +1,78 @@
+// JSON Schemas (draft-07) of the purchase events, version 1. docs/events/*.schema.json are these
+// objects written out; a unit test keeps the two identical.
+
+const dateTime = { type: 'string', format: 'date-time' } as const;
+const id = (description: string) =>
+  ({ type: 'string', minLength: 3, maxLength: 512, pattern: '^[A-Za-z0-9_.-]+:.+$', description }) as const;
+
+const envelope = (type: string, data: object) => ({
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  $id: `https://docs.subscription-records.dev/events/${type}.v1.schema.json`,
+  title: `${type} (CloudEvents 1.0, structured JSON mode)`,
+  type: 'object',
+  required: ['specversion', 'id', 'source', 'type', 'time', 'appid', 'data'],
+  properties: {
+    specversion: { const: '1.0' },
+    id: { type: 'string', minLength: 1, maxLength: 256, description: 'Unique per event; a repeated id is ignored' },
+    source: { type: 'string', minLength: 1, maxLength: 512, description: 'The producing pipeline' },
+    type: { const: type },
+    time: { ...dateTime, description: 'RFC 3339; when the producer observed the state the event carries' },
+    appid: { type: 'string', minLength: 1, maxLength: 200, description: 'Application (tenant) id' },
+    datacontenttype: { const: 'application/json' },
+    subject: { type: 'string' },
+    data,
+  },
+});
+
+export const TRANSACTION_FIELDS = {
+    transactionId: id('<platform>:<local id>'),
+    purchaseId: { type: 'string', minLength: 1, maxLength: 512 },
+    productId: id('<platform>:<local id>'),
+    platform: { type: 'string', pattern: '^[A-Za-z0-9_.-]+$', minLength: 1, maxLength: 64 },
+    receiptId: id('<platform>:<local id>'),
+    applicationUsername: { type: 'string', minLength: 1, maxLength: 512, description: 'Links the receipt to this customer' },
+    sandbox: { type: 'boolean' },
+    purchaseDate: dateTime,
+    lastRenewalDate: dateTime,
+    renewalDate: dateTime,
+    expirationDate: dateTime,
+    renewalIntent: { type: 'string', maxLength: 64 },
+    renewalIntentChangeDate: dateTime,
+    cancelationReason: { type: 'string', maxLength: 256 },
+    isPending: { type: 'boolean' },
+    isAcknowledged: { type: 'boolean' },
+    isConsumed: { type: 'boolean' },
+    isBillingRetryPeriod: { type: 'boolean' },
+    isTrialPeriod: { type: 'boolean' },
+    isIntroPeriod: { type: 'boolean' },
+    isExpired: { type: 'boolean' },
+    priceConsentStatus: { type: 'string', maxLength: 64 },
+    discountId: { type: 'string', maxLength: 256 },
+    quantity: { type: 'integer', minimum: 0, maximum: 2147483647 },
+    amountUSD: { type: 'number' },
+    priceUSD: { type: 'number', description: 'Same as amountUSD; give either' },
+    amountMicros: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+    priceMicros: { type: 'integer', description: 'Same as amountMicros; give either', minimum: -9007199254740991, maximum: 9007199254740991 },
+    currency: { type: 'string', pattern: '^[A-Z]{3}$' },
+} as const;
+
+export const transactionUpdatedSchema = envelope('transaction.updated', {
+  type: 'object',
+  description: 'Snapshot of one transaction. Unknown fields are ignored.',
+  required: ['transactionId', 'purchaseId', 'productId', 'platform', 'receiptId'],
+  properties: TRANSACTION_FIELDS,
+});
+
+export const receiptLinkedSchema = envelope('receipt.linked', {
+  type: 'object',
+  required: ['receiptId', 'applicationUsername'],
+  properties: {
+    receiptId: id('<platform>:<local id>'),
+    applicationUsername: { type: 'string', minLength: 1, maxLength: 512 },
+  },
+});
+
+export const EVENT_SCHEMAS = {
+  'transaction.updated': transactionUpdatedSchema,
+  'receipt.linked': receiptLinkedSchema,
+} as const;

@@ -1,0 +1,44 @@
+/** A validated, normalised purchase event: what the projection consumes. */
+export type PurchaseEvent = TransactionUpdated | ReceiptLinked;
+
+type EventBase = {
+  id: string;
+  appId: string;
+  /** RFC 3339 time normalised to UTC with six fraction digits, so string order is time order. */
+  time: string;
+};
+
+export type TransactionSnapshot = {
+  transactionId: string;
+  purchaseId: string;
+  productId: string;
+  platform: string;
+  receiptId: string;
+  applicationUsername?: string;
+  sandbox?: boolean;
+  purchaseDate?: string;
+  lastRenewalDate?: string;
+  renewalDate?: string;
+  expirationDate?: string;
+  renewalIntent?: string;
+  renewalIntentChangeDate?: string;
+  cancelationReason?: string;
+  isPending?: boolean;
+  isAcknowledged?: boolean;
+  isConsumed?: boolean;
+  isBillingRetryPeriod?: boolean;
+  isTrialPeriod?: boolean;
+  isIntroPeriod?: boolean;
+  isExpired?: boolean;
+  priceConsentStatus?: string;
+  discountId?: string;
+  quantity?: number;
+  /** amountUSD or priceUSD, whichever the producer sent. */
+  amountUSD?: number;
+  /** amountMicros or priceMicros, whichever the producer sent. */
+  amountMicros?: number;
+  currency?: string;
+};
+
+export type TransactionUpdated = EventBase & { type: 'transaction.updated'; data: TransactionSnapshot };
+export type ReceiptLinked = EventBase & { type: 'receipt.linked'; data: { receiptId: string; applicationUsername: string } };

@@ -1,0 +1,121 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { decodeEvent, type RejectCode } from '../events/decode-event.js';
+import type { PurchaseEvent } from '../events/purchase-event.js';
+import { sql } from './apply-batch.sql.js';
+import { projectEvents } from './project-events.js';
+
+export type LogMessage = { offset: string; key: string | null; value: Buffer | null };
+export type Batch = { topic: string; partition: number; messages: readonly LogMessage[] };
+export type DeadLetter = { topic: string; partition: number; offset: string; key: string | null; value: Buffer; code: RejectCode; reason: string };
+
+export type BatchOutcome =
+  | {
+      kind: 'applied';
+      nextOffset: string;
+      /** Events that changed (or could have changed) the read models. */
+      applied: PurchaseEvent[];
+      /** Event ids seen before, ignored. */
+      duplicates: number;
+      /** Messages below the stored offset: already projected by an earlier run. */
+      alreadyProjected: number;
+      deadLetters: DeadLetter[];
+    }
+  | { kind: 'gap'; storedOffset: string };
+
+export type ApplyOptions = {
+  /** Read-model schema to write into: the live `read_model`, or a generation being rebuilt. */
+  schema?: string;
+  /** Runs inside the transaction after the rows are written; a throw rolls the batch back. */
+  beforeCommit?: (deadLetters: readonly DeadLetter[]) => Promise<void>;
+};
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * Projects one batch of consecutive messages of one topic partition in a single transaction and
+ * records the next offset next to the rows. Safe to call again with the same or overlapping
+ * messages: what is below the stored offset is skipped, repeated event ids are ignored. A batch
+ * that starts beyond the stored offset would leave a hole, so it is refused ('gap') and the
+ * caller must seek back to `storedOffset`.
+ */
+export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOptions = {}): Promise<BatchOutcome> {
+  const schema = options.schema ?? 'read_model';
+  if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name ${schema}`);
+  const q = sql(schema);
+  const run = async (m: EntityManager): Promise<BatchOutcome> => {
+    const [{ next_offset: stored }] = (await m.query(q.lockOffset, [batch.topic, batch.partition])) as { next_offset: string }[];
+    const storedOffset = BigInt(stored);
+    const fresh = batch.messages.filter((msg) => BigInt(msg.offset) >= storedOffset);
+    if (fresh.length === 0) {
+      return { kind: 'applied', nextOffset: stored, applied: [], duplicates: 0, alreadyProjected: batch.messages.length, deadLetters: [] };
+    }
+    if (BigInt(fresh[0].offset) > storedOffset) return { kind: 'gap', storedOffset: stored };
+
+    const events: PurchaseEvent[] = [];
+    const deadLetters: DeadLetter[] = [];
+    for (const msg of fresh) {
+      const decoded = decodeEvent(msg.value);
+      if (decoded.ok) events.push(decoded.event);
+      else
+        deadLetters.push({
+          topic: batch.topic,
+          partition: batch.partition,
+          offset: msg.offset,
+          key: msg.key,
+          value: msg.value ?? Buffer.alloc(0),
+          code: decoded.code,
+          reason: decoded.reason,
+        });
+    }
+
+    const unique = firstOfEachId(events);
+    let applied: PurchaseEvent[] = [];
+    if (unique.length > 0) {
+      const claimed = (await m.query(q.claimEvents, [unique.map((e) => e.appId), unique.map((e) => e.id)])) as { app_id: string; event_id: string }[];
+      const isNew = new Set(claimed.map((c) => `${c.app_id}\u0000${c.event_id}`));
+      applied = unique.filter((e) => isNew.has(`${e.appId}\u0000${e.id}`));
+    }
+
+    const changes = projectEvents(applied);
+    if (changes.transactions.length > 0) {
+      const json = JSON.stringify(changes.transactions);
+      await m.query(q.upsertTransactions, [json]);
+      await m.query(q.lowerOccurredAt, [json]);
+    }
+    if (changes.receipts.length > 0) await m.query(q.upsertReceipts, [JSON.stringify(changes.receipts)]);
+    if (changes.customers.length > 0) await m.query(q.upsertCustomers, [JSON.stringify(changes.customers)]);
+    if (deadLetters.length > 0) {
+      await m.query(q.insertDeadLetters, [
+        batch.topic,
+        batch.partition,
+        deadLetters.map((d) => d.offset),
+        deadLetters.map((d) => d.key),
+        deadLetters.map((d) => d.value),
+        deadLetters.map((d) => d.code),
+        deadLetters.map((d) => d.reason),
+      ]);
+    }
+    const nextOffset = (BigInt(fresh[fresh.length - 1].offset) + 1n).toString();
+    await m.query(q.storeOffset, [batch.topic, batch.partition, nextOffset]);
+    await options.beforeCommit?.(deadLetters);
+    return {
+      kind: 'applied',
+      nextOffset,
+      applied,
+      duplicates: events.length - applied.length,
+      alreadyProjected: batch.messages.length - fresh.length,
+      deadLetters,
+    };
+  };
+  return db.transaction(run);
+}
+
+function firstOfEachId(events: PurchaseEvent[]): PurchaseEvent[] {
+  const seen = new Set<string>();
+  return events.filter((e) => {
+    const key = `${e.appId}\u0000${e.id}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}

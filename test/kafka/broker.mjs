@@ -1,0 +1,154 @@
+// A real single-node Apache Kafka (KRaft) for the test suite, resolved from Maven Central with the
+// machine's Maven and run with its Java: no Docker, no tarball, nothing downloaded at run time
+// beyond the first Maven resolution (cached in ~/.m2).
+import { spawn, execFileSync } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync, rmSync, openSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+
+/** Maven's classpath for test/kafka/pom.xml, cached per pom content. */
+export function kafkaClasspath() {
+  const pom = path.join(here, 'pom.xml');
+  const digest = createHash('sha256').update(readFileSync(pom)).digest('hex').slice(0, 16);
+  const cacheDir = path.join(root, '.tmp');
+  const cache = path.join(cacheDir, `kafka-classpath-${digest}.txt`);
+  if (!existsSync(cache)) {
+    mkdirSync(cacheDir, { recursive: true });
+    execFileSync('mvn', ['-q', '-B', '-f', pom, 'dependency:build-classpath', `-Dmdep.outputFile=${cache}`], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      timeout: 600_000,
+    });
+  }
+  return readFileSync(cache, 'utf8').trim();
+}
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Formats a fresh KRaft log dir (StorageTool format --standalone) and starts kafka.Kafka on
+ * loopback. Resolves once the broker accepts connections; returns its address and a stop().
+ */
+export async function startKafkaBroker({ dir, port, controllerPort } = {}) {
+  const classpath = kafkaClasspath();
+  dir ??= path.join(root, '.tmp', `kafka-${process.pid}-${Date.now()}`);
+  port ??= await freePort();
+  controllerPort ??= await freePort();
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const logDir = path.join(dir, 'data');
+  const config = path.join(dir, 'server.properties');
+  writeFileSync(
+    config,
+    [
+      'process.roles=broker,controller',
+      'node.id=1',
+      `controller.quorum.bootstrap.servers=127.0.0.1:${controllerPort}`,
+      `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+      'controller.listener.names=CONTROLLER',
+      'inter.broker.listener.name=PLAINTEXT',
+      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      `log.dirs=${logDir}`,
+      'num.partitions=3',
+      'offsets.topic.replication.factor=1',
+      'offsets.topic.num.partitions=3',
+      'transaction.state.log.replication.factor=1',
+      'transaction.state.log.min.isr=1',
+      'share.coordinator.state.topic.replication.factor=1',
+      'share.coordinator.state.topic.min.isr=1',
+      'group.initial.rebalance.delay.ms=0',
+      'auto.create.topics.enable=true',
+      'log.flush.interval.messages=9223372036854775807',
+      '',
+    ].join('\n'),
+  );
+  const java = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
+  const clusterId = Buffer.from(randomUUID().replaceAll('-', ''), 'hex').toString('base64url');
+  try {
+    execFileSync(java, ['-cp', classpath, 'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId, '-c', config], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    throw new Error(`kafka StorageTool format failed: ${error.stderr?.toString() ?? error.message}`);
+  }
+
+  const start = () => {
+    const out = openSync(path.join(dir, 'broker.log'), 'a');
+    const child = spawn(
+      java,
+      ['-Xms256m', '-Xmx768m', '-XX:+UseG1GC', '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-cp', classpath, 'kafka.Kafka', config],
+      { stdio: ['ignore', out, out], detached: false },
+    );
+    return child;
+  };
+  let child = start();
+  await waitForPort(port, 60_000, () => child.exitCode !== null);
+
+  const broker = {
+    brokers: `127.0.0.1:${port}`,
+    dir,
+    get pid() {
+      return child.pid;
+    },
+    /** Stops the broker (SIGTERM, then SIGKILL) and keeps its data. */
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+    /** Starts it again on the same ports and data: a broker restart. */
+    async restart() {
+      await broker.stop();
+      child = start();
+      await waitForPort(port, 60_000, () => child.exitCode !== null);
+    },
+    async destroy() {
+      await broker.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return broker;
+}
+
+async function waitForPort(port, timeoutMs, hasExited) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (hasExited()) throw new Error('Kafka broker exited during start-up; see its broker.log');
+    const ok = await new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`Kafka broker did not listen on ${port} within ${timeoutMs} ms`);
+}
+
+// `node test/kafka/broker.mjs` runs a broker in the foreground for manual use.
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const port = Number(process.env.PORT ?? 9092);
+  const broker = await startKafkaBroker({ port, dir: path.join(root, '.tmp', 'kafka-dev') });
+  console.log(`Kafka broker listening on ${broker.brokers} (data in ${broker.dir}); Ctrl-C stops it`);
+  process.on('SIGINT', () => void broker.stop().then(() => process.exit(0)));
+}

@@ -1,0 +1,65 @@
+// Runs once before all test files: real PostgreSQL (embedded, or DATABASE_URL's server), a migrated
+// template database that every test file clones, and a real Kafka broker (started here unless
+// KAFKA_BROKERS names one). Imports the compiled service from dist/: `npm test` builds it first.
+import { chmodSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '../../dist/database/embedded-postgres.js';
+import { dataSourceOptions } from '../../dist/database/data-source-options.js';
+import { runMigrations } from '../../dist/database/migrate.js';
+import { DataSource } from 'typeorm';
+import { startKafkaBroker } from '../kafka/broker.mjs';
+import { freePort } from '../kafka/broker.mjs';
+
+export default async function globalSetup() {
+  const started = Date.now();
+  const runId = `${process.pid}`;
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'sr-test-pg-'));
+    chmodSync(dir, 0o755); // the embedded server runs as the `postgres` user when we are root
+    const server = await startEmbeddedPostgres(dir, await freePort());
+    globalThis.__testPostgres = server;
+    adminUrl = server.url;
+  }
+  const template = `sr_template_${runId}`;
+  await withClient(adminUrl, async (client) => {
+    await client.query(`DROP DATABASE IF EXISTS ${template}`);
+    await client.query(`CREATE DATABASE ${template}`);
+  });
+  const templateUrl = withDatabase(adminUrl, template);
+  const ds = await new DataSource(dataSourceOptions(templateUrl, { poolSize: 2 })).initialize();
+  await runMigrations(ds);
+  await ds.destroy();
+
+  process.env.TEST_ADMIN_DATABASE_URL = adminUrl;
+  process.env.TEST_TEMPLATE_DATABASE = template;
+  process.env.TEST_RUN_ID = runId;
+
+  if (process.env.KAFKA_BROKERS) {
+    process.env.TEST_KAFKA_BROKERS = process.env.KAFKA_BROKERS;
+  } else {
+    const broker = await startKafkaBroker();
+    globalThis.__testKafka = broker;
+    process.env.TEST_KAFKA_BROKERS = broker.brokers;
+    process.env.TEST_KAFKA_DIR = broker.dir;
+  }
+  console.log(`\n[test setup] PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, Kafka ${process.env.KAFKA_BROKERS ? 'from KAFKA_BROKERS' : `broker at ${process.env.TEST_KAFKA_BROKERS}`} (${Date.now() - started} ms)`);
+}
+
+export function withDatabase(url, database) {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+export async function withClient(url, fn) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,57 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { ModuleMetadata } from '@nestjs/common';
+import { mintToken } from '../../src/auth/mint-token.js';
+import { createPino } from '../../src/common/logger.js';
+import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
+import { createHttpApp } from '../../src/http-app.js';
+
+export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256!!';
+
+export type TestApp = {
+  app: NestFastifyApplication;
+  baseUrl: string;
+  config: AppConfig;
+  token(appId: string, scopes?: string[], extra?: { ttlSeconds?: number }): string;
+  get(path: string, token?: string): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+};
+
+/** The real HTTP application on an ephemeral port, against the given database. */
+export async function startTestApp(o: { databaseUrl: string; env?: Record<string, string>; extraImports?: ModuleMetadata['imports'] }): Promise<TestApp> {
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: o.databaseUrl,
+    JWT_SECRET: TEST_SECRET,
+    LOG_LEVEL: 'silent',
+    CONSUMER_ENABLED: 'false',
+    ...o.env,
+  });
+  const app = await createHttpApp({
+    config,
+    database: { url: o.databaseUrl, mode: 'external', stop: async () => undefined },
+    pino: createPino('silent'),
+    extraImports: o.extraImports,
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.getHttpServer().address() as { port: number };
+  const baseUrl = `http://127.0.0.1:${address.port}`;
+  return {
+    app,
+    baseUrl,
+    config,
+    token: (appId, scopes = ['customers:read', 'transactions:read'], extra = {}) =>
+      mintToken({ secret: config.jwt.secret ?? TEST_SECRET, appId, scopes, ttlSeconds: extra.ttlSeconds ?? 600, issuer: config.jwt.issuer, audience: config.jwt.audience }),
+    async get(path, token) {
+      const response = await fetch(baseUrl + path, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+      const text = await response.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // not JSON (docs page)
+      }
+      return { status: response.status, body, headers: response.headers };
+    },
+    close: () => app.close(),
+  };
+}
