@@ -95,7 +95,7 @@ function pick(data: Record<string, unknown>): TransactionSnapshot {
 }
 
 function isIdentifierError(e: ErrorObject): boolean {
-  return e.keyword === 'pattern' && /\/(transactionId|productId|receiptId)$/.test(e.instancePath);
+  return (e.keyword === 'pattern' || e.keyword === 'minLength') && /\/(transactionId|productId|receiptId)$/.test(e.instancePath);
 }
 
 function describe(errors: ErrorObject[] | null | undefined): string {

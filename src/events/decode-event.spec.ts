@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import { decodeEvent, RejectCode } from './decode-event.js';
+import { receiptLinkedSchema, transactionUpdatedSchema } from './event-schemas.js';
+
+const tx = (data: Record<string, unknown> = {}, envelope: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    specversion: '1.0',
+    id: 'e1',
+    source: 'apple-notifications',
+    type: 'transaction.updated',
+    time: '2024-03-01T02:00:00.123456+02:00',
+    appid: 'app-1',
+    datacontenttype: 'application/json',
+    data: { transactionId: 'apple:t1', purchaseId: 'apple:p1', productId: 'apple:monthly', platform: 'apple', receiptId: 'apple:r1', ...data },
+    ...envelope,
+  });
+
+describe('decodeEvent', () => {
+  it('normalises time to UTC microseconds and amounts to one spelling', () => {
+    const decoded = decodeEvent(Buffer.from(tx({ priceUSD: 1.5, priceMicros: 1500000, purchaseDate: '2024-01-01T00:00:00Z', extraField: 'ignored' })));
+    expect(decoded).toEqual({
+      ok: true,
+      event: {
+        id: 'e1',
+        appId: 'app-1',
+        time: '2024-03-01T00:00:00.123456Z',
+        type: 'transaction.updated',
+        data: {
+          transactionId: 'apple:t1',
+          purchaseId: 'apple:p1',
+          productId: 'apple:monthly',
+          platform: 'apple',
+          receiptId: 'apple:r1',
+          purchaseDate: '2024-01-01T00:00:00.000000Z',
+          amountUSD: 1.5,
+          amountMicros: 1500000,
+        },
+      },
+    });
+  });
+
+  it('accepts receipt.linked', () => {
+    const raw = JSON.stringify({ specversion: '1.0', id: 'e2', source: 's', type: 'receipt.linked', time: '2024-01-01T00:00:00Z', appid: 'a', data: { receiptId: 'google:r', applicationUsername: 'bob' } });
+    expect(decodeEvent(raw)).toMatchObject({ ok: true, event: { type: 'receipt.linked', data: { receiptId: 'google:r', applicationUsername: 'bob' } } });
+  });
+
+  it.each([
+    ['not JSON', '{"specversion":', RejectCode.NotJson],
+    ['a JSON array', '[]', RejectCode.SchemaViolation],
+    ['an unknown type', tx({}, { type: 'subscription.cancelled' }), RejectCode.UnknownType],
+    ['a missing appid', tx({}, { appid: undefined }), RejectCode.SchemaViolation],
+    ['a wrong specversion', tx({}, { specversion: '0.3' }), RejectCode.SchemaViolation],
+    ['a time without zone', tx({}, { time: '2024-01-01T00:00:00' }), RejectCode.SchemaViolation],
+    ['a missing transactionId', tx({ transactionId: undefined }), RejectCode.SchemaViolation],
+    ['a transactionId without platform prefix', tx({ transactionId: 't1' }), RejectCode.BadIdentifier],
+    ['a receiptId of another platform', tx({ receiptId: 'google:r1' }), RejectCode.BadIdentifier],
+    ['a non-boolean flag', tx({ isExpired: 'yes' }), RejectCode.SchemaViolation],
+    ['disagreeing amounts', tx({ amountUSD: 1, priceUSD: 2 }), RejectCode.SchemaViolation],
+    ['a bad currency', tx({ currency: 'dollars' }), RejectCode.SchemaViolation],
+  ])('rejects %s', (_, raw, code) => {
+    const decoded = decodeEvent(raw);
+    expect(decoded.ok).toBe(false);
+    if (!decoded.ok) {
+      expect(decoded.code).toBe(code);
+      expect(decoded.reason.length).toBeGreaterThan(5);
+    }
+  });
+
+  it('names the missing property', () => {
+    const decoded = decodeEvent(tx({ receiptId: undefined }));
+    expect(decoded).toMatchObject({ ok: false, reason: expect.stringContaining('receiptId') });
+  });
+});
+
+describe('published JSON Schemas (docs/events)', () => {
+  it.each([
+    ['transaction.updated', transactionUpdatedSchema],
+    ['receipt.linked', receiptLinkedSchema],
+  ])('docs/events/%s.v1.schema.json is the schema the consumer enforces', (type, schema) => {
+    const published = JSON.parse(readFileSync(new URL(`../../docs/events/${type}.v1.schema.json`, import.meta.url), 'utf8'));
+    expect(published).toEqual(JSON.parse(JSON.stringify(schema)));
+  });
+});

@@ -1,0 +1,94 @@
+import type { PurchaseEvent, TransactionSnapshot } from '../events/purchase-event.js';
+import { isNewer, projectEvents } from './project-events.js';
+
+// given / when / then over the pure mapping; the same rules against stored rows are covered by
+// test/projection/*.int-spec.ts.
+
+const tx = (id: string, time: string, data: Partial<TransactionSnapshot> = {}, appId = 'app'): PurchaseEvent => ({
+  id,
+  appId,
+  time,
+  type: 'transaction.updated',
+  data: { transactionId: 'apple:t1', purchaseId: 'apple:p1', productId: 'apple:m', platform: 'apple', receiptId: 'apple:r1', ...data },
+});
+const link = (id: string, time: string, receiptId: string, user: string, appId = 'app'): PurchaseEvent => ({
+  id,
+  appId,
+  time,
+  type: 'receipt.linked',
+  data: { receiptId, applicationUsername: user },
+});
+
+const T1 = '2024-01-01T00:00:00.000000Z';
+const T2 = '2024-02-01T00:00:00.000000Z';
+const T3 = '2024-03-01T00:00:00.000000Z';
+
+describe('projectEvents', () => {
+  it('given one snapshot, then one transaction row keyed by app and id', () => {
+    const { transactions, receipts, customers } = projectEvents([tx('e1', T1, { purchaseDate: T1, expirationDate: T2, amountUSD: 2 })]);
+    expect(transactions).toHaveLength(1);
+    expect(transactions[0]).toMatchObject({ app_id: 'app', transaction_id: 'apple:t1', purchase_date: T1, expiration_date: T2, amount_usd: 2, occurred_at: T1, version_time: T1, version_id: 'e1', sandbox: null });
+    expect(receipts).toEqual([]);
+    expect(customers).toEqual([]);
+  });
+
+  it('when a newer snapshot follows, then its fields win but occurred_at stays the earliest', () => {
+    const [row] = projectEvents([tx('e1', T1, { purchaseDate: T1, expirationDate: T2 }), tx('e2', T2, { purchaseDate: T1, expirationDate: T3 })]).transactions;
+    expect(row).toMatchObject({ expiration_date: T3, occurred_at: T1, version_id: 'e2' });
+  });
+
+  it('arriving out of order gives the same rows', () => {
+    const events = [tx('e1', T1, { purchaseDate: T1, expirationDate: T2 }), tx('e2', T2, { expirationDate: T3 }), link('e3', T2, 'apple:r1', 'ann'), link('e4', T3, 'apple:r1', 'bob')];
+    const forward = projectEvents(events);
+    const backward = projectEvents([...events].reverse());
+    const sort = (r: ReturnType<typeof projectEvents>) => ({
+      transactions: r.transactions,
+      receipts: r.receipts,
+      customers: [...r.customers].sort((a, b) => a.application_username.localeCompare(b.application_username)),
+    });
+    expect(sort(backward)).toEqual(sort(forward));
+    expect(forward.transactions[0]).toMatchObject({ expiration_date: T3, occurred_at: T1 });
+    expect(forward.receipts).toEqual([{ app_id: 'app', receipt_id: 'apple:r1', application_username: 'bob', version_time: T3, version_id: 'e4' }]);
+  });
+
+  it('runs twice, same result', () => {
+    const events = [tx('e1', T1), link('e2', T2, 'apple:r1', 'ann')];
+    expect(projectEvents(events)).toEqual(projectEvents(events));
+  });
+
+  it('equal times: the greater event id wins', () => {
+    const [row] = projectEvents([tx('b', T1, { renewalIntent: 'Renew' }), tx('a', T1, { renewalIntent: 'Lapse' })]).transactions;
+    expect(row).toMatchObject({ renewal_intent: 'Renew', version_id: 'b' });
+    expect(isNewer({ version_time: T1, version_id: 'B' }, { version_time: T1, version_id: 'a' })).toBe(false); // byte order
+  });
+
+  it('a transaction naming a user links its receipt like receipt.linked with the same time', () => {
+    const { receipts, customers } = projectEvents([tx('e1', T2, { applicationUsername: 'ann' })]);
+    expect(receipts).toEqual([{ app_id: 'app', receipt_id: 'apple:r1', application_username: 'ann', version_time: T2, version_id: 'e1' }]);
+    expect(customers).toEqual([{ app_id: 'app', application_username: 'ann', first_seen_at: T2 }]);
+  });
+
+  it('a receipt moving between customers: the later link wins, both customers are seen', () => {
+    const { receipts, customers } = projectEvents([link('e2', T2, 'apple:r1', 'bob'), link('e1', T1, 'apple:r1', 'ann')]);
+    expect(receipts.map((r) => r.application_username)).toEqual(['bob']);
+    expect(customers.map((c) => [c.application_username, c.first_seen_at]).sort()).toEqual([
+      ['ann', T1],
+      ['bob', T2],
+    ]);
+  });
+
+  it('a customer is first seen at the earliest event naming them', () => {
+    const { customers } = projectEvents([link('e3', T3, 'apple:r2', 'ann'), link('e1', T1, 'apple:r1', 'ann')]);
+    expect(customers).toEqual([{ app_id: 'app', application_username: 'ann', first_seen_at: T1 }]);
+  });
+
+  it('without a purchaseDate a transaction is placed at the observation time', () => {
+    expect(projectEvents([tx('e1', T2)]).transactions[0].occurred_at).toBe(T2);
+  });
+
+  it('keeps tenants apart: same ids in two apps are two rows', () => {
+    const { transactions, customers } = projectEvents([tx('e1', T1, { applicationUsername: 'ann' }, 'a1'), tx('e1', T1, { applicationUsername: 'ann' }, 'a2')]);
+    expect(transactions.map((t) => t.app_id).sort()).toEqual(['a1', 'a2']);
+    expect(customers.map((c) => c.app_id).sort()).toEqual(['a1', 'a2']);
+  });
+});

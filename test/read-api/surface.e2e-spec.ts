@@ -1,0 +1,71 @@
+import { createTestDatabase, type TestDatabase } from '../utils/database.js';
+import { startTestApp, type TestApp } from '../utils/app.js';
+
+describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
+  let db: TestDatabase;
+  let api: TestApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('surface');
+    api = await startTestApp({ databaseUrl: db.url });
+  });
+
+  afterAll(async () => {
+    await api?.close();
+    await db?.drop();
+  });
+
+  it('answers unknown routes with a 404 problem', async () => {
+    const res = await api.get('/v3/nothing');
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(res.body).toMatchObject({ status: 404, code: 'not_found', title: 'Not found', type: expect.any(String), detail: expect.any(String) });
+  });
+
+  it('serves a generated OpenAPI 3 document describing both endpoints, and a docs page', async () => {
+    const res = await api.get('/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toMatch(/^3\./);
+    expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/v2/customers', '/v2/transactions']));
+    const params = res.body.paths['/v2/transactions'].get.parameters.map((p: { name: string }) => p.name);
+    expect(params).toEqual(expect.arrayContaining(['skip', 'limit', 'startdate', 'enddate']));
+    const docs = await api.get('/docs');
+    expect(docs.status).toBe(200);
+    expect(String(docs.body)).toContain('swagger');
+  });
+
+  it('reports liveness and readiness', async () => {
+    expect((await api.get('/health/live')).body).toEqual({ status: 'ok' });
+    const ready = await api.get('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body.details.database.status).toBe('up');
+  });
+
+  it('echoes a request id', async () => {
+    const res = await fetch(`${api.baseUrl}/health/live`, { headers: { 'x-request-id': 'abc-123' } });
+    expect(res.headers.get('x-request-id')).toBe('abc-123');
+  });
+
+  it('answers 500 without leaking internals when the database fails, and readiness goes down', async () => {
+    await db.dataSource.query('ALTER TABLE read_model.transactions RENAME TO transactions_gone');
+    try {
+      const res = await api.get('/v2/transactions', api.token('app-1'));
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({
+        type: expect.any(String),
+        title: 'Internal server error',
+        status: 500,
+        code: 'internal_error',
+        detail: 'The server could not complete the request.',
+        instance: '/v2/transactions',
+      });
+      expect(JSON.stringify(res.body)).not.toMatch(/transactions_gone|relation|SELECT/i);
+      await db.dataSource.query('DELETE FROM migrations');
+      const ready = await api.get('/health/ready');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toMatchObject({ status: 503, code: 'service_unavailable' });
+    } finally {
+      await db.dataSource.query('ALTER TABLE read_model.transactions_gone RENAME TO transactions');
+    }
+  });
+});
