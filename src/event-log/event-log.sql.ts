@@ -8,10 +8,14 @@ export const eventLogSql = {
   ensureHead: `
     INSERT INTO public.event_log_heads (topic, partition, next_offset) VALUES ($1, $2, 0)
     ON CONFLICT (topic, partition) DO NOTHING`,
+  // Wrapped in a SELECT: TypeORM hands back [rows, count] for a bare UPDATE ... RETURNING.
   reserve: `
-    UPDATE public.event_log_heads SET next_offset = next_offset + $3
-    WHERE topic = $1 AND partition = $2
-    RETURNING next_offset - $3 AS first_offset`,
+    WITH head AS (
+      UPDATE public.event_log_heads SET next_offset = next_offset + $3::bigint
+      WHERE topic = $1 AND partition = $2
+      RETURNING next_offset - $3::bigint AS first_offset
+    )
+    SELECT first_offset::text AS first_offset FROM head`,
   append: `
     INSERT INTO public.event_log (topic, partition, "offset", key, value)
     SELECT $1, $2, $3::bigint + m.ord - 1, m.key, m.value

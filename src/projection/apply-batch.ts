@@ -25,6 +25,11 @@ export type BatchOutcome =
 export type ApplyOptions = {
   /** Read-model schema to write into: the live `read_model`, or a generation being rebuilt. */
   schema?: string;
+  /**
+   * First offset still in the log (Kafka retention). A batch starting there is no gap even when the
+   * stored offset is lower: the events in between no longer exist anywhere.
+   */
+  logStartOffset?: string;
   /** Runs inside the transaction after the rows are written; a throw rolls the batch back. */
   beforeCommit?: (deadLetters: readonly DeadLetter[]) => Promise<void>;
 };
@@ -49,7 +54,9 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     if (fresh.length === 0) {
       return { kind: 'applied', nextOffset: stored, applied: [], duplicates: 0, alreadyProjected: batch.messages.length, deadLetters: [] };
     }
-    if (BigInt(fresh[0].offset) > storedOffset) return { kind: 'gap', storedOffset: stored };
+    const first = BigInt(fresh[0].offset);
+    const logStart = options.logStartOffset === undefined ? storedOffset : BigInt(options.logStartOffset);
+    if (first > storedOffset && first > logStart) return { kind: 'gap', storedOffset: stored };
 
     const events: PurchaseEvent[] = [];
     const deadLetters: DeadLetter[] = [];

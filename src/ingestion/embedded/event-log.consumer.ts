@@ -1,0 +1,105 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { DATABASE_SERVER } from '../../database/database.module.js';
+import type { DatabaseServer } from '../../database/database-server.js';
+import { EMBEDDED_PARTITION, readEventLog } from '../../event-log/event-log.js';
+import { NOTIFY_CHANNEL } from '../../event-log/event-log.sql.js';
+import type { ConsumerState, ConsumerStatus } from '../../health/consumer-status.js';
+import { BatchAbandoned, Projector } from '../projector.js';
+
+const IDLE_POLL_MS = 1_000;
+
+/**
+ * The live projection when no Kafka is configured: reads the embedded event log table from the
+ * stored offset, woken by NOTIFY when events are appended (and by a slow poll, should a
+ * notification be missed while reconnecting).
+ */
+@Injectable()
+export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
+  private readonly logger = new Logger('event-log-consumer');
+  private status: ConsumerState = 'stopped';
+  private stopping = false;
+  private loop?: Promise<void>;
+  private listener?: pg.Client;
+  private wake?: () => void;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(DATABASE_SERVER) private readonly server: DatabaseServer,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly projector: Projector,
+  ) {}
+
+  state(): ConsumerState {
+    return this.status === 'running' && this.projector.isRetrying ? 'retrying' : this.status;
+  }
+
+  onApplicationBootstrap(): void {
+    this.status = 'starting';
+    this.loop = this.run();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    await this.loop;
+    await this.listener?.end().catch(() => undefined);
+    this.status = 'stopped';
+  }
+
+  private async run(): Promise<void> {
+    const topic = this.config.eventLogTopic;
+    this.logger.log({ topic, msg: 'consuming the embedded event log' });
+    while (!this.stopping) {
+      try {
+        await this.ensureListener();
+        this.status = 'running';
+        const [row] = (await this.db.query('SELECT next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1 AND partition = $2', [
+          topic,
+          EMBEDDED_PARTITION,
+        ])) as { next_offset: string }[];
+        const from = row?.next_offset ?? '0';
+        const messages = await readEventLog(this.db, topic, EMBEDDED_PARTITION, from, this.config.projectionBatchSize);
+        if (messages.length > 0) {
+          await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping });
+          if (messages.length === this.config.projectionBatchSize) continue;
+        }
+        await this.idle();
+      } catch (error) {
+        if (error instanceof BatchAbandoned || this.stopping) break;
+        this.status = 'retrying';
+        this.logger.warn({ err: (error as Error).message, msg: 'event log read failed; retrying' });
+        await this.listener?.end().catch(() => undefined);
+        this.listener = undefined;
+        await this.idle();
+      }
+    }
+  }
+
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, IDLE_POLL_MS);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  private async ensureListener(): Promise<void> {
+    if (this.listener) return;
+    const client = new pg.Client({ connectionString: this.server.url, application_name: 'event-log-listener' });
+    client.on('notification', () => this.wake?.());
+    client.on('error', () => {
+      this.listener = undefined;
+      void client.end().catch(() => undefined);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+    this.listener = client;
+  }
+}

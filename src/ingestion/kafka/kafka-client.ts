@@ -1,0 +1,31 @@
+import { Kafka, logLevel, type LogEntry, type SASLOptions } from 'kafkajs';
+import { Logger } from '@nestjs/common';
+import type { KafkaSettings } from '../../config/app-config.js';
+
+const LEVELS: Record<number, 'error' | 'warn' | 'log' | 'debug'> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'log',
+  [logLevel.DEBUG]: 'debug',
+};
+
+export function createKafka(settings: KafkaSettings, clientIdSuffix = ''): Kafka {
+  const logger = new Logger('kafkajs');
+  return new Kafka({
+    clientId: settings.clientId + clientIdSuffix,
+    brokers: settings.brokers,
+    ssl: settings.ssl,
+    sasl: settings.sasl as SASLOptions | undefined,
+    connectionTimeout: 5000,
+    retry: { initialRetryTime: 300, retries: 8, maxRetryTime: 10_000 },
+    logLevel: logLevel.WARN,
+    logCreator:
+      () =>
+      ({ namespace, level, log }: LogEntry) => {
+        const { message, ...extra } = log;
+        logger[LEVELS[level] ?? 'log']({ namespace, ...extra, msg: message });
+      },
+  });
+}
+
+export const dlqTopic = (topic: string) => `${topic}.dlq`;
