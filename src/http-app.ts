@@ -12,7 +12,6 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
     loggerInstance: options.pino,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    disableRequestLogging: false,
   });
   adapter.getInstance().addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);

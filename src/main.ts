@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import { createPino } from './common/logger.js';
+import { Logger } from '@nestjs/common';
+import { createPino, PinoNestLogger } from './common/logger.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 import { openDatabaseServer } from './database/database-server.js';
 import { createHttpApp } from './http-app.js';
@@ -9,6 +10,7 @@ import { VERIFICATION_KEYS } from './auth/tokens.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createPino(config.logLevel);
+  Logger.overrideLogger(new PinoNestLogger(log));
   const database = await openDatabaseServer(config);
   const app = await createHttpApp({ config, database, pino: log });
   await app.listen({ port: config.port, host: '0.0.0.0' });

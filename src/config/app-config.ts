@@ -84,6 +84,9 @@ class Environment {
   @IsOptional() @IsString()
   KAFKA_SASL_PASSWORD?: string;
 
+  @Transform(toInt) @IsInt() @Min(6000) @Max(300_000)
+  KAFKA_SESSION_TIMEOUT_MS = 30_000;
+
   @Transform(toBool) @IsBoolean()
   CONSUMER_ENABLED = true;
 
@@ -97,6 +100,7 @@ export type KafkaSettings = {
   groupId: string;
   clientId: string;
   ssl: boolean;
+  sessionTimeoutMs: number;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
 };
 
@@ -160,6 +164,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
           groupId: env.KAFKA_GROUP_ID,
           clientId: env.KAFKA_CLIENT_ID,
           ssl: env.KAFKA_SSL,
+          sessionTimeoutMs: env.KAFKA_SESSION_TIMEOUT_MS,
           sasl: env.KAFKA_SASL_MECHANISM
             ? { mechanism: env.KAFKA_SASL_MECHANISM, username: env.KAFKA_SASL_USERNAME!, password: env.KAFKA_SASL_PASSWORD! }
             : undefined,

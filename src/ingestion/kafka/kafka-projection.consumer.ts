@@ -4,6 +4,7 @@ import type { Admin, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig, type KafkaSettings } from '../../config/app-config.js';
 import type { ConsumerState, ConsumerStatus } from '../../health/consumer-status.js';
+import { failpoint } from '../../common/failpoint.js';
 import type { DeadLetter } from '../../projection/apply-batch.js';
 import { BatchAbandoned, Projector } from '../projector.js';
 import { createKafka, dlqTopic } from './kafka-client.js';
@@ -65,8 +66,9 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       const consumer = this.kafka.consumer({
         groupId: this.settings.groupId,
         allowAutoTopicCreation: false,
-        sessionTimeout: 30_000,
-        heartbeatInterval: 3_000,
+        sessionTimeout: this.settings.sessionTimeoutMs,
+        rebalanceTimeout: this.settings.sessionTimeoutMs * 2,
+        heartbeatInterval: Math.min(3_000, Math.floor(this.settings.sessionTimeoutMs / 3)),
         maxBytesPerPartition: 4 * 1024 * 1024,
         maxWaitTimeInMs: 250,
         retry: { retries: 8 },
@@ -139,6 +141,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       outcome = await this.projector.apply({ topic: batch.topic, partition: batch.partition, messages }, control, {
         beforeCommit: (deadLetters) => this.publishDeadLetters(deadLetters),
       });
+      failpoint('after-db-commit');
       if (outcome.kind === 'gap') {
         // Retention removed events below the stored offset: nothing earlier exists to project.
         const low = (await this.logStartOffsets()).get(batch.partition);
@@ -165,6 +168,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
 
   /** Inside the batch transaction: if the DLQ cannot be written, the batch is retried. */
   private async publishDeadLetters(deadLetters: readonly DeadLetter[]): Promise<void> {
+    failpoint('before-db-commit');
     if (deadLetters.length === 0) return;
     await this.producer!.send({
       topic: dlqTopic(this.settings.topic),

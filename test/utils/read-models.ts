@@ -1,0 +1,28 @@
+import type { DataSource } from 'typeorm';
+import { applyBatch } from '../../src/projection/apply-batch.js';
+
+/** Every read-model row, in a stable order: what "equal read models" compares. */
+export async function snapshotReadModels(db: DataSource, schema = 'read_model') {
+  const [customers, receipts, transactions, processed] = await Promise.all([
+    db.query(`SELECT app_id, application_username, first_seen_at FROM ${schema}.customers ORDER BY 1, 2`),
+    db.query(`SELECT * FROM ${schema}.receipts ORDER BY app_id, receipt_id`),
+    db.query(`SELECT * FROM ${schema}.transactions ORDER BY app_id, transaction_id`),
+    db.query(`SELECT count(*)::int AS n FROM ${schema}.processed_events`),
+  ]);
+  return { customers, receipts, transactions, processedEvents: processed[0].n as number };
+}
+
+/** The reference: the same events projected from scratch in one batch into a fresh database. */
+export async function projectFromScratch(db: DataSource, values: readonly Buffer[]): Promise<void> {
+  const outcome = await applyBatch(db, {
+    topic: 'from-scratch',
+    partition: 0,
+    messages: values.map((value, i) => ({ offset: String(i), key: null, value })),
+  });
+  if (outcome.kind !== 'applied') throw new Error('from-scratch projection refused');
+}
+
+export async function countRows(db: DataSource, table: string): Promise<number> {
+  const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM ${table}`);
+  return n;
+}
