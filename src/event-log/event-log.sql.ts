@@ -21,9 +21,10 @@ export const eventLogSql = {
     SELECT $1, $2, $3::bigint + m.ord - 1, m.key, m.value
     FROM unnest($4::text[], $5::bytea[]) WITH ORDINALITY AS m(key, value, ord)`,
   notify: `SELECT pg_notify('${NOTIFY_CHANNEL}', $1)`,
+  // ORDER BY names the table column: the bare name would bind to the text alias and sort "10" < "9".
   read: `
-    SELECT "offset"::text AS offset, key, value FROM public.event_log
-    WHERE topic = $1 AND partition = $2 AND "offset" >= $3
-    ORDER BY "offset" LIMIT $4`,
+    SELECT l."offset"::text AS "offset", l.key, l.value FROM public.event_log l
+    WHERE l.topic = $1 AND l.partition = $2 AND l."offset" >= $3
+    ORDER BY l."offset" LIMIT $4`,
   endOffsets: `SELECT partition, next_offset::text AS next_offset FROM public.event_log_heads WHERE topic = $1 ORDER BY partition`,
 };

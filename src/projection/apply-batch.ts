@@ -46,6 +46,7 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOptions = {}): Promise<BatchOutcome> {
   const schema = options.schema ?? 'read_model';
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name ${schema}`);
+  assertAscending(batch);
   const q = sql(schema);
   const run = async (m: EntityManager): Promise<BatchOutcome> => {
     const [{ next_offset: stored }] = (await m.query(q.lockOffset, [batch.topic, batch.partition])) as { next_offset: string }[];
@@ -115,6 +116,15 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     };
   };
   return db.transaction(run);
+}
+
+/** Offsets may skip (compaction, transaction markers) but never go back: anything else is a bug upstream. */
+function assertAscending(batch: Batch): void {
+  for (let i = 1; i < batch.messages.length; i++) {
+    if (BigInt(batch.messages[i].offset) <= BigInt(batch.messages[i - 1].offset)) {
+      throw new Error(`batch of ${batch.topic}/${batch.partition} is not in offset order at ${batch.messages[i - 1].offset} -> ${batch.messages[i].offset}`);
+    }
+  }
 }
 
 function firstOfEachId(events: PurchaseEvent[]): PurchaseEvent[] {

@@ -117,3 +117,16 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
     expect(x.customers).toEqual(y.customers);
   });
 });
+
+describe('applyBatch input checks', () => {
+  it('refuses messages that are not in ascending offset order', async () => {
+    const db = await createTestDatabase('proj_order');
+    try {
+      const values = toBuffers(scenarioEvents({ seed: 5, customers: 2 }));
+      await expect(applyBatch(db.dataSource, { topic: 't', partition: 0, messages: [{ offset: '0', key: null, value: values[0] }, { offset: '10', key: null, value: values[1] }, { offset: '2', key: null, value: values[2] }] })).rejects.toThrow(/not in offset order/);
+      expect(await countRows(db.dataSource, 'read_model.transactions')).toBe(0);
+    } finally {
+      await db.drop();
+    }
+  });
+});

@@ -29,7 +29,7 @@ export async function startTestApp(o: { databaseUrl: string; env?: Record<string
   const app = await createHttpApp({
     config,
     database: { url: o.databaseUrl, mode: 'external', stop: async () => undefined },
-    pino: createPino('silent'),
+    pino: createPino(process.env.TEST_LOG_LEVEL ?? 'silent'),
     extraImports: o.extraImports,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
