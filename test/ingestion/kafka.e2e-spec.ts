@@ -1,0 +1,147 @@
+import { startKafkaBroker } from '../kafka/broker.mjs';
+import { freePort } from '../kafka/broker.mjs';
+import { startTestApp, type TestApp } from '../utils/app.js';
+import { createTestDatabase, type TestDatabase } from '../utils/database.js';
+import { expectEventually } from '../utils/expect-eventually.js';
+import { createTopic, kafkaBrokers, produce, readAll, uniqueTopic, waitUntilCaughtUp } from '../utils/kafka.js';
+import { runCli, startService } from '../utils/processes.js';
+import { projectFromScratch, snapshotReadModels } from '../utils/read-models.js';
+import { scenarioEvents, toBuffers } from '../utils/scenario.js';
+
+import { jest } from '@jest/globals';
+
+jest.setTimeout(180_000);
+
+/** Read models built by the consumer(s) must equal one from-scratch projection of the same events. */
+async function expectSameAsFromScratch(db: TestDatabase, values: Buffer[]): Promise<void> {
+  const reference = await createTestDatabase('kref');
+  try {
+    await projectFromScratch(reference.dataSource, values);
+    expect(await snapshotReadModels(db.dataSource)).toEqual(await snapshotReadModels(reference.dataSource));
+  } finally {
+    await reference.drop();
+  }
+}
+
+const kafkaEnv = (topic: string, brokers = kafkaBrokers()) => ({
+  KAFKA_BROKERS: brokers,
+  KAFKA_TOPIC: topic,
+  KAFKA_GROUP_ID: `g-${topic}`,
+  KAFKA_SESSION_TIMEOUT_MS: '6000',
+  CONSUMER_ENABLED: 'true',
+});
+
+describe('ingestion from Kafka (e2e, real broker and PostgreSQL)', () => {
+  let db: TestDatabase;
+  const apps: TestApp[] = [];
+
+  beforeEach(async () => {
+    db = await createTestDatabase('kafka');
+  });
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+    await db?.drop();
+  });
+
+  it('publishes with the CLI to Kafka and serves the projected rows over HTTP', async () => {
+    const topic = uniqueTopic('cli');
+    const api = await startTestApp({ databaseUrl: db.url, env: kafkaEnv(topic) });
+    apps.push(api);
+    const published = await runCli(['publish', 'examples/events.ndjson'], { KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic });
+    expect(published.stderr).toContain(`published 12 event(s) to Kafka topic ${topic}`);
+    expect(published.code).toBe(0);
+    await expectEventually(async () => {
+      const res = await api.get('/v2/customers', api.token('demo-app'));
+      expect(res.body.paging.total).toBe(6);
+    }, 60_000);
+    const tx = await api.get('/v2/transactions?limit=1000', api.token('demo-app'));
+    expect(tx.body.paging.total).toBe(7);
+    await waitUntilCaughtUp(db.dataSource, topic);
+  });
+
+  it('dead-letters a poison message to the table and <topic>.dlq, and ingestion goes on', async () => {
+    const topic = uniqueTopic('poison');
+    await createTopic(topic, 1);
+    const api = await startTestApp({ databaseUrl: db.url, env: kafkaEnv(topic) });
+    apps.push(api);
+    const before = toBuffers(scenarioEvents({ seed: 21, customers: 5, tag: 'p1' }));
+    const after = toBuffers(scenarioEvents({ seed: 22, customers: 5, tag: 'p2' }));
+    const poison = Buffer.from('{"specversion":"1.0","type":"transaction.updated"');
+    await produce(topic, [...before, poison, ...after]);
+    await waitUntilCaughtUp(db.dataSource, topic);
+
+    const dead = await db.dataSource.query(`SELECT partition, "offset"::int AS offset, code, value FROM public.dead_letters WHERE topic = $1`, [topic]);
+    expect(dead).toEqual([{ partition: 0, offset: before.length, code: 'not_json', value: poison }]);
+    const dlq = await readAll(`${topic}.dlq`, 1);
+    expect(dlq).toHaveLength(1);
+    expect(dlq[0].value).toEqual(poison);
+    expect(dlq[0].headers).toMatchObject({ 'dlq-reason-code': 'not_json', 'dlq-source-topic': topic, 'dlq-source-offset': String(before.length) });
+    await expectSameAsFromScratch(db, [...before, ...after]);
+  });
+
+  it.each([
+    ['between the database commit and the Kafka commit', 'after-db-commit:3'],
+    ['before the database commit', 'before-db-commit:3'],
+  ])('a consumer killed %s resumes with nothing missing and nothing doubled', async (_, failpoints) => {
+    const topic = uniqueTopic('crash');
+    await createTopic(topic, 3);
+    const values = toBuffers(scenarioEvents({ seed: 31, customers: 300 }));
+    await produce(topic, values.slice(0, 200));
+    const env = { ...kafkaEnv(topic), DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
+
+    const doomed = startService({ ...env, PORT: String(await freePort()), FAILPOINTS: failpoints });
+    await produce(topic, values.slice(200, 400));
+    expect(await doomed.exited).toBe(-1); // SIGKILL
+    const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model.processed_events`);
+    expect(n).toBeGreaterThan(0); // it did project something before dying
+
+    await produce(topic, values.slice(400));
+    const survivor = startService({ ...env, PORT: String(await freePort()) });
+    try {
+      await waitUntilCaughtUp(db.dataSource, topic, 90_000);
+    } finally {
+      await survivor.kill('SIGTERM');
+    }
+    await expectSameAsFromScratch(db, values);
+  });
+
+  it('two consumers in one group share partitions through rebalances without losing or doubling events', async () => {
+    const topic = uniqueTopic('rebalance');
+    await createTopic(topic, 4);
+    const values = toBuffers(scenarioEvents({ seed: 41, customers: 400 }));
+    const third = Math.ceil(values.length / 3);
+    const first = await startTestApp({ databaseUrl: db.url, env: kafkaEnv(topic) });
+    apps.push(first);
+    await produce(topic, values.slice(0, third));
+    const second = await startTestApp({ databaseUrl: db.url, env: kafkaEnv(topic) }); // rebalance: join
+    apps.push(second);
+    await produce(topic, values.slice(third, 2 * third));
+    await first.close(); // rebalance: leave
+    apps.splice(apps.indexOf(first), 1);
+    await produce(topic, values.slice(2 * third));
+    await waitUntilCaughtUp(db.dataSource, topic, 90_000);
+    await expectSameAsFromScratch(db, values);
+  });
+
+  it('recovers from a broker restart during ingest', async () => {
+    const broker = await startKafkaBroker();
+    try {
+      const topic = uniqueTopic('restart');
+      await createTopic(topic, 3, broker.brokers);
+      const api = await startTestApp({ databaseUrl: db.url, env: kafkaEnv(topic, broker.brokers) });
+      apps.push(api);
+      const values = toBuffers(scenarioEvents({ seed: 51, customers: 300 }));
+      const half = Math.floor(values.length / 2);
+      await produce(topic, values.slice(0, half), broker.brokers);
+      await broker.restart();
+      await produce(topic, values.slice(half), broker.brokers);
+      await waitUntilCaughtUp(db.dataSource, topic, 120_000, broker.brokers);
+      await expectSameAsFromScratch(db, values);
+      const ready = await api.get('/health/ready');
+      expect(ready.body.details.consumer.status).toBe('up');
+    } finally {
+      await Promise.all(apps.splice(0).map((a) => a.close()));
+      await broker.destroy();
+    }
+  });
+});

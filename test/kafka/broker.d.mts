@@ -1,0 +1,11 @@
+export type KafkaBroker = {
+  brokers: string;
+  dir: string;
+  readonly pid: number | undefined;
+  stop(): Promise<void>;
+  restart(): Promise<void>;
+  destroy(): Promise<void>;
+};
+export function kafkaClasspath(): string;
+export function freePort(): Promise<number>;
+export function startKafkaBroker(options?: { dir?: string; port?: number; controllerPort?: number }): Promise<KafkaBroker>;
