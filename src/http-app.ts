@@ -20,7 +20,6 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
     logger: new PinoNestLogger(options.pino),
     bufferLogs: false,
   });
-  app.enableShutdownHooks();
 
   const document = SwaggerModule.createDocument(
     app,
@@ -31,6 +30,10 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
       .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
       .build(),
   );
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', useGlobalPrefix: false });
+  SwaggerModule.setup('docs', app, document, {
+    jsonDocumentUrl: 'openapi.json',
+    useGlobalPrefix: false,
+    swaggerUiEnabled: options.config.docsUiEnabled,
+  });
   return app;
 }

@@ -23,6 +23,29 @@ async function main(): Promise<void> {
     },
     'subscription records service started',
   );
+  // Graceful stop: refuse new connections, let in-flight requests and the projection batch finish
+  // (consumers commit in onApplicationShutdown), release the database, then exit 0.
+  let stopping = false;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      const force = setTimeout(() => {
+        log.error('shutdown took longer than 30 s; exiting');
+        process.exit(1);
+      }, 30_000);
+      force.unref();
+      app.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          log.error({ err: error }, 'error during shutdown');
+          process.exit(1);
+        },
+      );
+    });
+  }
+
   const keys = app.get<VerificationKeys>(VERIFICATION_KEYS);
   if (keys.generatedSecretPath) {
     log.info(

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SecretOrKeyProvider } from 'passport-jwt';
-import { AppConfig, ConfigError } from '../config/app-config.js';
+import type { AppConfig } from '../config/app-config.js';
 
 export type VerificationKeys = {
   /** HS256 secret, from JWT_SECRET or generated into DATA_DIR for local use. */
@@ -15,14 +15,12 @@ export type VerificationKeys = {
 
 /**
  * Without JWT_SECRET or JWT_JWKS_URI a local install still needs tokens: generate a secret into
- * DATA_DIR once and reuse it. Production must configure one explicitly.
+ * DATA_DIR once and reuse it.
  */
 export async function resolveVerificationKeys(config: AppConfig): Promise<VerificationKeys> {
   const { secret, jwksUri } = config.jwt;
   if (secret || jwksUri) return { secret, jwks: jwksUri ? await jwksProvider(jwksUri) : undefined };
-  if (config.env === 'production') {
-    throw new ConfigError(['JWT_SECRET or JWT_JWKS_URI must be set when NODE_ENV=production']);
-  }
+  // loadConfig already refused production without one of them.
   const file = path.resolve(config.dataDir, 'jwt-secret');
   try {
     const existing = (await readFile(file, 'utf8')).trim();

