@@ -1,9 +1,6 @@
 import { Partitioners } from 'kafkajs';
-import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
-import { dataSourceOptions } from '../database/data-source-options.js';
-import { openDatabaseServer } from '../database/database-server.js';
-import { runMigrations } from '../database/migrate.js';
+import { openDatabase } from '../database/open-database.js';
 import { appendToEventLog } from '../event-log/event-log.js';
 import { createKafka } from '../ingestion/kafka/kafka-client.js';
 
@@ -26,16 +23,11 @@ export async function openEventSink(config: AppConfig): Promise<EventSink> {
       close: () => producer.disconnect(),
     };
   }
-  const server = await openDatabaseServer(config);
-  const db = await new DataSource(dataSourceOptions(server.url, { poolSize: 2, applicationName: 'publish' })).initialize();
-  await runMigrations(db);
+  const { db, close } = await openDatabase(config, 'publish');
   return {
     send: async (messages) => {
       await appendToEventLog(db, config.eventLogTopic, messages);
     },
-    close: async () => {
-      await db.destroy();
-      await server.stop();
-    },
+    close,
   };
 }

@@ -1,8 +1,9 @@
 import type { DataSourceOptions } from 'typeorm';
 import { ENTITIES } from './entities.js';
 import { ReadModels1763700000000 } from './migrations/1763700000000-read-models.js';
+import { Rebuilds1763800000000 } from './migrations/1763800000000-rebuilds.js';
 
-export const MIGRATIONS = [ReadModels1763700000000];
+export const MIGRATIONS = [ReadModels1763700000000, Rebuilds1763800000000];
 
 export function dataSourceOptions(url: string, overrides: Partial<{ poolSize: number; applicationName: string }> = {}): DataSourceOptions {
   return {

@@ -103,7 +103,29 @@ export class DeadLetterEntity {
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' }) createdAt: Date;
 }
 
+@Entity({ schema: 'public', name: 'read_model_generation' })
+export class ReadModelGenerationEntity {
+  @PrimaryColumn({ type: 'boolean', default: true }) singleton: boolean;
+  @Column({ type: 'integer' }) generation: number;
+  @Column({ name: 'switched_at', type: 'timestamptz', default: () => 'now()' }) switchedAt: Date;
+}
+
+@Entity({ schema: 'public', name: 'rebuilds' })
+export class RebuildEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @Column({ type: 'text' }) kind: 'rebuild' | 'verify';
+  @Column({ name: 'schema_name', type: 'text' }) schemaName: string;
+  @Column({ type: 'text' }) status: 'running' | 'switched' | 'verified' | 'aborted';
+  @Column({ name: 'target_offsets', type: 'jsonb' }) targetOffsets: Record<string, string>;
+  @Column({ type: 'text' }) owner: string;
+  @Column({ name: 'started_at', type: 'timestamptz', default: () => 'now()' }) startedAt: Date;
+  @Column({ name: 'finished_at', type: 'timestamptz', nullable: true }) finishedAt: Date | null;
+  @Column({ type: 'jsonb', nullable: true }) report: unknown;
+}
+
 export const ENTITIES = [
+  ReadModelGenerationEntity,
+  RebuildEntity,
   CustomerEntity,
   ReceiptEntity,
   TransactionEntity,

@@ -30,11 +30,19 @@ export type ApplyOptions = {
    * stored offset is lower: the events in between no longer exist anywhere.
    */
   logStartOffset?: string;
+  /**
+   * Hold the live-projection lock (shared) for the batch: a rebuild switching generations takes it
+   * exclusively to pause live batches. Defaults to true when writing the live `read_model`.
+   */
+  liveLock?: boolean;
   /** Runs inside the transaction after the rows are written; a throw rolls the batch back. */
   beforeCommit?: (deadLetters: readonly DeadLetter[]) => Promise<void>;
 };
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+export const LIVE_SCHEMA = 'read_model';
+/** Advisory lock key: shared by every live batch, exclusive while a rebuild switches generations. */
+export const LIVE_PROJECTION_LOCK = 727_002;
 
 /**
  * Projects one batch of consecutive messages of one topic partition in a single transaction and
@@ -44,11 +52,14 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
  * caller must seek back to `storedOffset`.
  */
 export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOptions = {}): Promise<BatchOutcome> {
-  const schema = options.schema ?? 'read_model';
+  const schema = options.schema ?? LIVE_SCHEMA;
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name ${schema}`);
   assertAscending(batch);
   const q = sql(schema);
+  const liveLock = options.liveLock ?? schema === LIVE_SCHEMA;
   const run = async (m: EntityManager): Promise<BatchOutcome> => {
+    // First, before any table name is resolved: after a generation switch, names bind to the new schema.
+    if (liveLock) await m.query('SELECT pg_advisory_xact_lock_shared($1)', [LIVE_PROJECTION_LOCK]);
     const [{ next_offset: stored }] = (await m.query(q.lockOffset, [batch.topic, batch.partition])) as { next_offset: string }[];
     const storedOffset = BigInt(stored);
     const fresh = batch.messages.filter((msg) => BigInt(msg.offset) >= storedOffset);

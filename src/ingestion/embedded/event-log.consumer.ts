@@ -1,13 +1,14 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { DATABASE_SERVER } from '../../database/database.module.js';
 import type { DatabaseServer } from '../../database/database-server.js';
-import { EMBEDDED_PARTITION, readEventLog } from '../../event-log/event-log.js';
+import { EMBEDDED_PARTITION, eventLogEndOffsets, readEventLog } from '../../event-log/event-log.js';
 import { NOTIFY_CHANNEL } from '../../event-log/event-log.sql.js';
 import type { ConsumerState, ConsumerStatus } from '../../health/consumer-status.js';
+import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector } from '../projector.js';
 
 const IDLE_POLL_MS = 1_000;
@@ -31,7 +32,17 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
     @Inject(DATABASE_SERVER) private readonly server: DatabaseServer,
     @InjectDataSource() private readonly db: DataSource,
     private readonly projector: Projector,
-  ) {}
+    @Optional() @Inject(PROJECTION_TARGET) private readonly target: ProjectionTarget = LIVE_TARGET,
+  ) {
+    this.topic = config.eventLogTopic;
+  }
+
+  readonly topic: string;
+
+  async endOffsets(): Promise<Map<number, bigint>> {
+    const offsets = await eventLogEndOffsets(this.db, this.topic);
+    return new Map([...offsets].map(([p, o]) => [p, BigInt(o)]));
+  }
 
   state(): ConsumerState {
     return this.status === 'running' && this.projector.isRetrying ? 'retrying' : this.status;
@@ -52,20 +63,23 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
 
   private async run(): Promise<void> {
     const topic = this.config.eventLogTopic;
-    this.logger.log({ topic, msg: 'consuming the embedded event log' });
+    this.logger.log({ topic, schema: this.target.schema, msg: 'consuming the embedded event log' });
     while (!this.stopping) {
       try {
         await this.ensureListener();
         this.status = 'running';
-        const [row] = (await this.db.query('SELECT next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1 AND partition = $2', [
+        const { schema, bounds } = this.target;
+        const [row] = (await this.db.query(`SELECT next_offset::text AS next_offset FROM ${schema}.projection_offsets WHERE topic = $1 AND partition = $2`, [
           topic,
           EMBEDDED_PARTITION,
         ])) as { next_offset: string }[];
-        const from = row?.next_offset ?? '0';
-        const messages = await readEventLog(this.db, topic, EMBEDDED_PARTITION, from, this.config.projectionBatchSize);
+        const from = BigInt(row?.next_offset ?? '0');
+        const bound = bounds?.get(EMBEDDED_PARTITION);
+        const limit = bound === undefined ? this.config.projectionBatchSize : Math.min(this.config.projectionBatchSize, Number(bound - from));
+        const messages = limit > 0 ? await readEventLog(this.db, topic, EMBEDDED_PARTITION, String(from), limit) : [];
         if (messages.length > 0) {
-          await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping });
-          if (messages.length === this.config.projectionBatchSize) continue;
+          await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping }, { schema });
+          if (messages.length === limit) continue;
         }
         await this.idle();
       } catch (error) {

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Admin, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { DataSource } from 'typeorm';
@@ -6,6 +6,7 @@ import { APP_CONFIG, type AppConfig, type KafkaSettings } from '../../config/app
 import type { ConsumerState, ConsumerStatus } from '../../health/consumer-status.js';
 import { failpoint } from '../../common/failpoint.js';
 import type { DeadLetter } from '../../projection/apply-batch.js';
+import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector } from '../projector.js';
 import { createKafka, dlqTopic } from './kafka-client.js';
 
@@ -30,8 +31,18 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
     private readonly projector: Projector,
+    @Optional() @Inject(PROJECTION_TARGET) private readonly target: ProjectionTarget = LIVE_TARGET,
   ) {
     this.settings = config.kafka!;
+    this.topic = this.settings.topic;
+  }
+
+  readonly topic: string;
+
+  async endOffsets(): Promise<Map<number, bigint>> {
+    if (!this.admin) throw new Error('Kafka admin client not connected');
+    const offsets = await this.admin.fetchTopicOffsets(this.topic);
+    return new Map(offsets.map((o) => [o.partition, BigInt(o.high)]));
   }
 
   state(): ConsumerState {
@@ -64,7 +75,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       this.producer = this.kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
       await this.producer.connect();
       const consumer = this.kafka.consumer({
-        groupId: this.settings.groupId,
+        groupId: this.target.groupId ?? this.settings.groupId,
         allowAutoTopicCreation: false,
         sessionTimeout: this.settings.sessionTimeoutMs,
         rebalanceTimeout: this.settings.sessionTimeoutMs * 2,
@@ -83,7 +94,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       await consumer.subscribe({ topic: this.settings.topic, fromBeginning: true });
       await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (payload) => this.onBatch(consumer, payload) });
       this.status = 'running';
-      this.logger.log({ topic: this.settings.topic, groupId: this.settings.groupId, msg: 'consuming' });
+      this.logger.log({ topic: this.settings.topic, groupId: this.target.groupId ?? this.settings.groupId, schema: this.target.schema, msg: 'consuming' });
     } catch (error) {
       this.logger.error({ err: (error as Error).message, msg: 'could not start the Kafka consumer; retrying' });
       this.scheduleRestart();
@@ -115,7 +126,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     const partitions = assignment[this.settings.topic] ?? [];
     if (partitions.length === 0) return;
     const rows: { partition: number; next_offset: string }[] = await this.db.query(
-      'SELECT partition, next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1 AND partition = ANY($2::int[])',
+      `SELECT partition, next_offset::text AS next_offset FROM ${this.target.schema}.projection_offsets WHERE topic = $1 AND partition = ANY($2::int[])`,
       [this.settings.topic, partitions],
     );
     const stored = new Map(rows.map((r) => [r.partition, r.next_offset]));
@@ -134,11 +145,21 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
 
   private async onBatch(consumer: Consumer, { batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload): Promise<void> {
     if (batch.messages.length === 0 || !isRunning() || isStale()) return;
-    const messages = batch.messages.map((m) => ({ offset: m.offset, key: m.key?.toString('utf8') ?? null, value: m.value }));
+    const bound = this.target.bounds?.get(batch.partition);
+    const within = bound === undefined ? batch.messages : batch.messages.filter((m) => BigInt(m.offset) < bound);
+    if (within.length === 0) {
+      // At the bound: fetch again from there later, when the bound may have moved.
+      consumer.seek({ topic: batch.topic, partition: batch.partition, offset: String(bound) });
+      await new Promise((r) => setTimeout(r, 200));
+      return;
+    }
+    const messages = within.map((m) => ({ offset: m.offset, key: m.key?.toString('utf8') ?? null, value: m.value }));
     const control = { shouldContinue: () => isRunning() && !isStale() && !this.stopping, heartbeat };
+    const schema = this.target.schema;
     let outcome;
     try {
       outcome = await this.projector.apply({ topic: batch.topic, partition: batch.partition, messages }, control, {
+        schema,
         beforeCommit: (deadLetters) => this.publishDeadLetters(deadLetters),
       });
       failpoint('after-db-commit');
@@ -148,6 +169,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
         if (low !== undefined && BigInt(low) > BigInt(outcome.storedOffset) && BigInt(messages[0].offset) <= BigInt(low)) {
           this.logger.warn({ partition: batch.partition, storedOffset: outcome.storedOffset, logStart: low, msg: 'events below the log start were deleted by retention; continuing from the log start' });
           outcome = await this.projector.apply({ topic: batch.topic, partition: batch.partition, messages }, control, {
+            schema,
             logStartOffset: low,
             beforeCommit: (deadLetters) => this.publishDeadLetters(deadLetters),
           });
@@ -161,8 +183,9 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       consumer.seek({ topic: batch.topic, partition: batch.partition, offset: outcome.storedOffset });
       return;
     }
-    resolveOffset(batch.lastOffset());
+    resolveOffset(messages[messages.length - 1].offset);
     await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset }]);
+    if (within.length < batch.messages.length) consumer.seek({ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset });
     await heartbeat();
   }
 

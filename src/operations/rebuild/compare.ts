@@ -1,0 +1,34 @@
+import type { EntityManager } from 'typeorm';
+
+export type TableDifference = {
+  table: string;
+  liveCount: number;
+  rebuiltCount: number;
+  /** First rows present in the live table but not (identically) in the rebuilt one, and vice versa. */
+  onlyLive: Record<string, unknown>[];
+  onlyRebuilt: Record<string, unknown>[];
+};
+
+const COMPARED: Record<string, string> = {
+  customers: '*',
+  receipts: '*',
+  transactions: '*',
+  processed_events: '*',
+  projection_offsets: 'topic, partition, next_offset',
+};
+
+/** Differences between the live read models and a rebuilt generation, table by table. */
+export async function compareGenerations(m: EntityManager, rebuilt: string, sampleSize = 5): Promise<TableDifference[]> {
+  const differences: TableDifference[] = [];
+  for (const [table, columns] of Object.entries(COMPARED)) {
+    const [{ live, other }] = await m.query(
+      `SELECT (SELECT count(*) FROM read_model.${table})::int AS live, (SELECT count(*) FROM ${rebuilt}.${table})::int AS other`,
+    );
+    const onlyLive = await m.query(`(SELECT ${columns} FROM read_model.${table} EXCEPT ALL SELECT ${columns} FROM ${rebuilt}.${table}) LIMIT ${sampleSize}`);
+    const onlyRebuilt = await m.query(`(SELECT ${columns} FROM ${rebuilt}.${table} EXCEPT ALL SELECT ${columns} FROM read_model.${table}) LIMIT ${sampleSize}`);
+    if (live !== other || onlyLive.length > 0 || onlyRebuilt.length > 0) {
+      differences.push({ table, liveCount: live, rebuiltCount: other, onlyLive, onlyRebuilt });
+    }
+  }
+  return differences;
+}
