@@ -10,6 +10,7 @@ import { DatabaseModule } from './database/database.module.js';
 import type { DatabaseServer } from './database/database-server.js';
 import { HealthModule } from './health/health.module.js';
 import { IngestionModule } from './ingestion/ingestion.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { TransactionsModule } from './transactions/transactions.module.js';
 
 export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports'] };
@@ -26,6 +27,7 @@ export class AppModule {
         AuthModule,
         CustomersModule,
         TransactionsModule,
+        MetricsModule,
         IngestionModule.forRoot(config),
         HealthModule,
         ...extraImports,

@@ -5,6 +5,8 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { PinoNestLogger } from './common/logger.js';
+import type { Metrics } from './metrics/metrics.js';
+import { METRICS } from './metrics/metrics.module.js';
 
 /** Builds the HTTP application; main.ts listens on it and the e2e tests drive it on an ephemeral port. */
 export async function createHttpApp(options: AppModuleOptions & { pino: Logger }): Promise<NestFastifyApplication> {
@@ -30,6 +32,14 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
       .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
       .build(),
   );
+  const metrics = app.get<Metrics>(METRICS);
+  adapter.getInstance().addHook('onResponse', async (request, reply) => {
+    metrics.httpDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
   SwaggerModule.setup('docs', app, document, {
     jsonDocumentUrl: 'openapi.json',
     useGlobalPrefix: false,

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { createPino, PinoNestLogger } from './common/logger.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 import { openDatabaseServer } from './database/database-server.js';
@@ -15,9 +16,17 @@ async function main(): Promise<void> {
   const app = await createHttpApp({ config, database, pino: log });
   await app.listen({ port: config.port, host: '0.0.0.0' });
 
+  const db = app.get(DataSource);
+  const [{ generation }] = await db.query('SELECT generation FROM public.read_model_generation');
+  const stored: { topic: string; partition: number; next_offset: string }[] = await db.query(
+    'SELECT topic, partition, next_offset::text AS next_offset FROM read_model.projection_offsets ORDER BY topic, partition',
+  );
   log.info(
     {
       port: config.port,
+      generation,
+      storedOffsets: Object.fromEntries(stored.map((o) => [`${o.topic}/${o.partition}`, o.next_offset])),
+      consumer: config.consumerEnabled ? 'enabled' : 'disabled (API only)',
       database: database.mode === 'embedded' ? `embedded PostgreSQL in ${config.dataDir}` : 'external PostgreSQL (DATABASE_URL)',
       eventSource: config.kafka ? `Kafka ${config.kafka.brokers.join(',')} topic ${config.kafka.topic}` : 'embedded event log',
     },

@@ -33,7 +33,9 @@ export class PinoNestLogger implements LoggerService {
     this.write('fatal', message, context);
   }
   private write(level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal', message: unknown, context?: string, trace?: string) {
-    if (message !== null && typeof message === 'object') {
+    if (message instanceof Error) {
+      this.pino[level]({ context, err: message }, message.message);
+    } else if (message !== null && typeof message === 'object') {
       this.pino[level]({ context, trace, ...(message as object) });
     } else {
       this.pino[level]({ context, trace }, String(message));

@@ -87,6 +87,9 @@ class Environment {
   @Transform(toInt) @IsInt() @Min(6000) @Max(300_000)
   KAFKA_SESSION_TIMEOUT_MS = 30_000;
 
+  @Transform(toInt) @IsInt() @Min(1024) @Max(256 * 1024 * 1024)
+  KAFKA_MAX_BYTES_PER_PARTITION = 4 * 1024 * 1024;
+
   @Transform(toBool) @IsBoolean()
   CONSUMER_ENABLED = true;
 
@@ -104,6 +107,7 @@ export type KafkaSettings = {
   clientId: string;
   ssl: boolean;
   sessionTimeoutMs: number;
+  maxBytesPerPartition: number;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
 };
 
@@ -173,6 +177,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
           clientId: env.KAFKA_CLIENT_ID,
           ssl: env.KAFKA_SSL,
           sessionTimeoutMs: env.KAFKA_SESSION_TIMEOUT_MS,
+          maxBytesPerPartition: env.KAFKA_MAX_BYTES_PER_PARTITION,
           sasl: env.KAFKA_SASL_MECHANISM
             ? { mechanism: env.KAFKA_SASL_MECHANISM, username: env.KAFKA_SASL_USERNAME!, password: env.KAFKA_SASL_PASSWORD! }
             : undefined,

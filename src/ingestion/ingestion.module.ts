@@ -3,7 +3,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { CONSUMER_STATUS } from '../health/consumer-status.js';
 import { EventLogConsumer } from './embedded/event-log.consumer.js';
 import { KafkaProjectionConsumer } from './kafka/kafka-projection.consumer.js';
-import { LoggingObserver } from './logging-observer.js';
+import { TelemetryObserver } from './telemetry-observer.js';
 import { PROJECTION_OBSERVER } from './projection-observer.js';
 import { Projector } from './projector.js';
 
@@ -15,7 +15,7 @@ export class IngestionModule {
     const Consumer = config.kafka ? KafkaProjectionConsumer : EventLogConsumer;
     const providers: Provider[] = [
       Projector,
-      { provide: PROJECTION_OBSERVER, useClass: LoggingObserver },
+      { provide: PROJECTION_OBSERVER, useClass: TelemetryObserver },
       Consumer,
       { provide: CONSUMER_STATUS, useExisting: Consumer },
     ];

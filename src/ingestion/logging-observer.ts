@@ -13,5 +13,7 @@ export class LoggingObserver implements ProjectionObserver {
     this.logger.debug({ topic: batch.topic, partition: batch.partition, nextOffset: outcome.nextOffset, events: outcome.applied.length, duplicates: outcome.duplicates, durationMs: Math.round(durationMs), msg: 'batch applied' });
   }
 
-  batchFailed(): void {}
+  batchFailed(): void {
+    // the projector logs each failed attempt with its retry delay
+  }
 }

@@ -80,7 +80,8 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
         sessionTimeout: this.settings.sessionTimeoutMs,
         rebalanceTimeout: this.settings.sessionTimeoutMs * 2,
         heartbeatInterval: Math.min(3_000, Math.floor(this.settings.sessionTimeoutMs / 3)),
-        maxBytesPerPartition: 4 * 1024 * 1024,
+        maxBytesPerPartition: this.settings.maxBytesPerPartition,
+        maxBytes: Math.max(10 * 1024 * 1024, this.settings.maxBytesPerPartition),
         maxWaitTimeInMs: 250,
         retry: { retries: 8 },
       });

@@ -1,0 +1,71 @@
+import { Controller, Get, Global, Header, Inject, Module } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { ApiExcludeController } from '@nestjs/swagger';
+import { DataSource } from 'typeorm';
+import { CONSUMER_STATUS, type ConsumerStatus } from '../health/consumer-status.js';
+import { Metrics, type RebuildProgress } from './metrics.js';
+import { NewestEventClock } from './newest-event-clock.js';
+
+export const METRICS = Symbol('METRICS');
+
+@ApiExcludeController()
+@Controller()
+class MetricsController {
+  constructor(@Inject(METRICS) private readonly metrics: Metrics) {}
+
+  @Get('metrics')
+  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
+  scrape(): Promise<string> {
+    return this.metrics.registry.metrics();
+  }
+}
+
+function consumerStatus(refs: ModuleRef): ConsumerStatus | undefined {
+  try {
+    return refs.get<ConsumerStatus>(CONSUMER_STATUS, { strict: false });
+  } catch {
+    return undefined; // API-only instance
+  }
+}
+
+async function liveLag(db: DataSource, consumer?: ConsumerStatus) {
+  if (!consumer) return [];
+  const [ends, stored] = await Promise.all([
+    consumer.endOffsets(),
+    db.query('SELECT partition, next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1', [consumer.topic]) as Promise<{ partition: number; next_offset: string }[]>,
+  ]);
+  const at = new Map(stored.map((r) => [r.partition, BigInt(r.next_offset)]));
+  return [...ends].map(([partition, end]) => ({ topic: consumer.topic, partition, lag: Number(end - (at.get(partition) ?? 0n)) }));
+}
+
+async function rebuildProgress(db: DataSource): Promise<RebuildProgress[]> {
+  const running: { id: string; kind: string; schema_name: string; target_offsets: Record<string, string> }[] = await db.query(
+    `SELECT id::text, kind, schema_name, target_offsets FROM public.rebuilds WHERE status = 'running'`,
+  );
+  const out: RebuildProgress[] = [];
+  for (const r of running) {
+    const target = Object.values(r.target_offsets).reduce((a, o) => a + Number(o), 0);
+    const [{ n }] = await db
+      .query(`SELECT coalesce(sum(next_offset), 0)::text AS n FROM ${r.schema_name}.projection_offsets`)
+      .catch(() => [{ n: '0' }]);
+    out.push({ kind: r.kind, id: r.id, schema: r.schema_name, projected: Number(n), target });
+  }
+  return out;
+}
+
+@Global()
+@Module({
+  controllers: [MetricsController],
+  providers: [
+    NewestEventClock,
+    {
+      provide: METRICS,
+      // The consumer is looked up at scrape time: it depends (through the projector) on these metrics.
+      inject: [DataSource, NewestEventClock, ModuleRef],
+      useFactory: (db: DataSource, clock: NewestEventClock, refs: ModuleRef) =>
+        new Metrics({ lag: () => liveLag(db, consumerStatus(refs)), newestEventTime: () => clock.newest, rebuild: () => rebuildProgress(db) }),
+    },
+  ],
+  exports: [METRICS, NewestEventClock],
+})
+export class MetricsModule {}
