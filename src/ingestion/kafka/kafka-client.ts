@@ -17,7 +17,8 @@ export function createKafka(settings: KafkaSettings, clientIdSuffix = ''): Kafka
     ssl: settings.ssl,
     sasl: settings.sasl as SASLOptions | undefined,
     connectionTimeout: 5000,
-    retry: { initialRetryTime: 300, retries: 8, maxRetryTime: 10_000 },
+    // Short: the consumer restarts itself after a failed start, and a stopping process should not linger.
+    retry: { initialRetryTime: 300, retries: 3, maxRetryTime: 2_000 },
     logLevel: logLevel.WARN,
     logCreator:
       () =>
