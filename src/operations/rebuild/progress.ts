@@ -1,4 +1,3 @@
-import { Logger } from '@nestjs/common';
 import { SingleBar } from 'cli-progress';
 
 export type ProgressState = {
@@ -28,7 +27,7 @@ export interface ProgressReporter {
 
 const positionsText = (p: Map<number, bigint>) => [...p].sort(([a], [b]) => a - b).map(([k, v]) => `p${k}@${v}`).join(' ');
 
-/** A bar with events/s, partition positions and ETA on a terminal; a log line every 5 s otherwise. */
+/** A bar with events/s, partition positions and ETA on a terminal; a plain line every 5 s otherwise. */
 export function createProgressReporter(tty = process.stderr.isTTY): ProgressReporter {
   const rate = new Rate();
   if (tty) {
@@ -52,7 +51,6 @@ export function createProgressReporter(tty = process.stderr.isTTY): ProgressRepo
       stop: () => bar.stop(),
     };
   }
-  const logger = new Logger('rebuild');
   let last = 0;
   return {
     update(s) {
@@ -60,15 +58,10 @@ export function createProgressReporter(tty = process.stderr.isTTY): ProgressRepo
       if (Date.now() - last < 5_000) return;
       last = Date.now();
       const remaining = Number(s.total - s.done);
-      logger.log({
-        msg: 'progress',
-        phase: s.phase,
-        done: s.done.toString(),
-        total: s.total.toString(),
-        eventsPerSecond: Math.round(r),
-        etaSeconds: r > 0 ? Math.round(remaining / r) : null,
-        positions: positionsText(s.positions),
-      });
+      const eta = r > 0 ? `${Math.round(remaining / r)} s` : 'unknown';
+      process.stderr.write(
+        `${new Date().toISOString()} rebuild ${s.phase}: ${s.done}/${s.total} events, ${Math.round(r)} events/s, ETA ${eta}, positions ${positionsText(s.positions) || '-'}\n`,
+      );
     },
     stop: () => undefined,
   };
