@@ -18,6 +18,19 @@ export const sql = (schema: string) => ({
     ON CONFLICT DO NOTHING
     RETURNING app_id, event_id`,
 
+  /** New rows only; RETURNING says which keys this batch created (counted +1 on their day). */
+  insertNewTransactions: `
+    INSERT INTO ${schema}.transactions
+    SELECT * FROM json_populate_recordset(NULL::${schema}.transactions, $1::json) ORDER BY app_id, transaction_id
+    ON CONFLICT (app_id, transaction_id) DO NOTHING
+    RETURNING app_id, transaction_id`,
+
+  /** Existing rows the batch touches, locked, with the time their day count is filed under. */
+  lockTransactions: `
+    SELECT t.app_id, t.transaction_id, t.occurred_at FROM ${schema}.transactions t
+    JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id
+    ORDER BY t.app_id, t.transaction_id FOR UPDATE OF t`,
+
   upsertTransactions: `
     INSERT INTO ${schema}.transactions AS t
     SELECT * FROM json_populate_recordset(NULL::${schema}.transactions, $1::json) ORDER BY app_id, transaction_id
@@ -51,11 +64,36 @@ export const sql = (schema: string) => ({
       version_time = excluded.version_time, version_id = excluded.version_id
     WHERE ${newer('excluded', 'r')}`,
 
-  upsertCustomers: `
-    INSERT INTO ${schema}.customers AS c
-    SELECT * FROM json_populate_recordset(NULL::${schema}.customers, $1::json) ORDER BY app_id, application_username
-    ON CONFLICT (app_id, application_username) DO UPDATE SET first_seen_at = excluded.first_seen_at
-    WHERE excluded.first_seen_at < c.first_seen_at`,
+  receiptOwners: `
+    SELECT r.app_id, r.receipt_id, r.application_username FROM ${schema}.receipts r
+    JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON r.app_id = k.app_id AND r.receipt_id = k.id`,
+
+  insertNewCustomers: `
+    INSERT INTO ${schema}.customers (app_id, application_username, first_seen_at)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) ORDER BY 1, 2
+    ON CONFLICT (app_id, application_username) DO NOTHING
+    RETURNING app_id, application_username`,
+
+  /** Every customer row the batch changes, locked once and in key order. */
+  lockCustomers: `
+    SELECT c.app_id, c.application_username, c.first_seen_at FROM ${schema}.customers c
+    JOIN unnest($1::text[], $2::text[]) AS k(app_id, name) ON c.app_id = k.app_id AND c.application_username = k.name
+    ORDER BY c.app_id, c.application_username FOR UPDATE OF c`,
+
+  lowerFirstSeen: `
+    UPDATE ${schema}.customers c SET first_seen_at = k.first_seen_at
+    FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS k(app_id, name, first_seen_at)
+    WHERE c.app_id = k.app_id AND c.application_username = k.name AND k.first_seen_at < c.first_seen_at`,
+
+  addDayCounts: (table: 'transaction_day_counts' | 'customer_day_counts') => `
+    INSERT INTO ${schema}.${table} AS d (app_id, day, n)
+    SELECT * FROM unnest($1::text[], $2::date[], $3::bigint[]) ORDER BY 1, 2
+    ON CONFLICT (app_id, day) DO UPDATE SET n = d.n + excluded.n`,
+
+  /** A day whose last row moved away is removed, as a from-scratch projection would never write it. */
+  dropEmptyDays: (table: 'transaction_day_counts' | 'customer_day_counts') => `
+    DELETE FROM ${schema}.${table} d USING unnest($1::text[], $2::date[]) AS k(app_id, day)
+    WHERE d.app_id = k.app_id AND d.day = k.day AND d.n = 0`,
 
   insertDeadLetters: `
     INSERT INTO public.dead_letters (topic, partition, "offset", key, value, code, reason)

@@ -2,7 +2,9 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { decodeEvent, type RejectCode } from '../events/decode-event.js';
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { sql } from './apply-batch.sql.js';
-import { projectEvents } from './project-events.js';
+import { customerSummarySql } from './customer-summary.sql.js';
+import { dayCountDeltas, utcDay } from './day-counts.js';
+import { projectEvents, type RowChanges } from './project-events.js';
 
 export type LogMessage = { offset: string; key: string | null; value: Buffer | null };
 export type Batch = { topic: string; partition: number; messages: readonly LogMessage[] };
@@ -96,13 +98,7 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     }
 
     const changes = projectEvents(applied);
-    if (changes.transactions.length > 0) {
-      const json = JSON.stringify(changes.transactions);
-      await m.query(q.upsertTransactions, [json]);
-      await m.query(q.lowerOccurredAt, [json]);
-    }
-    if (changes.receipts.length > 0) await m.query(q.upsertReceipts, [JSON.stringify(changes.receipts)]);
-    if (changes.customers.length > 0) await m.query(q.upsertCustomers, [JSON.stringify(changes.customers)]);
+    await writeChanges(m, schema, changes);
     if (deadLetters.length > 0) {
       await m.query(q.insertDeadLetters, [
         batch.topic,
@@ -127,6 +123,96 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     };
   };
   return db.transaction(run);
+}
+
+const key2 = (a: string, b: string) => `${a}\u0000${b}`;
+const sorted = <T>(items: T[], key: (t: T) => string) => [...items].sort((x, y) => (key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : 0));
+
+/**
+ * Writes one batch's row changes, keeping the day counts and customer summaries exact. Lock order
+ * is the same in every batch (transactions, receipts, customers, day counts), each in key order,
+ * so concurrent batches wait for each other instead of deadlocking.
+ */
+async function writeChanges(m: EntityManager, schema: string, changes: RowChanges): Promise<void> {
+  const q = sql(schema);
+  const summary = customerSummarySql(schema);
+  const txDays: Parameters<typeof dayCountDeltas>[0] = [];
+
+  if (changes.transactions.length > 0) {
+    const txs = sorted(changes.transactions, (t) => key2(t.app_id, t.transaction_id));
+    const inserted = (await m.query(q.insertNewTransactions, [JSON.stringify(txs)])) as { app_id: string; transaction_id: string }[];
+    const isNew = new Set(inserted.map((r) => key2(r.app_id, r.transaction_id)));
+    const existing = txs.filter((t) => !isNew.has(key2(t.app_id, t.transaction_id)));
+    const before = new Map<string, string>();
+    if (existing.length > 0) {
+      const rows = (await m.query(q.lockTransactions, [existing.map((t) => t.app_id), existing.map((t) => t.transaction_id)])) as {
+        app_id: string;
+        transaction_id: string;
+        occurred_at: Date;
+      }[];
+      for (const r of rows) before.set(key2(r.app_id, r.transaction_id), utcDay(r.occurred_at));
+      const json = JSON.stringify(existing);
+      await m.query(q.upsertTransactions, [json]);
+      await m.query(q.lowerOccurredAt, [json]);
+    }
+    for (const t of txs) {
+      const k = key2(t.app_id, t.transaction_id);
+      txDays.push({ app_id: t.app_id, key: k, day: utcDay(t.occurred_at), previousDay: isNew.has(k) ? undefined : before.get(k) });
+    }
+  }
+
+  // Whose summary can change: the owners, before and after, of every receipt the batch touches.
+  const receiptKeys = new Map<string, { app_id: string; receipt_id: string }>();
+  for (const t of changes.transactions) receiptKeys.set(key2(t.app_id, t.receipt_id), { app_id: t.app_id, receipt_id: t.receipt_id });
+  for (const r of changes.receipts) receiptKeys.set(key2(r.app_id, r.receipt_id), { app_id: r.app_id, receipt_id: r.receipt_id });
+  const touched = [...receiptKeys.values()];
+  const owners = async () =>
+    touched.length === 0
+      ? []
+      : ((await m.query(q.receiptOwners, [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)])) as { app_id: string; application_username: string }[]);
+  const affected = new Map<string, { app_id: string; name: string }>();
+  for (const o of await owners()) affected.set(key2(o.app_id, o.application_username), { app_id: o.app_id, name: o.application_username });
+  if (changes.receipts.length > 0) {
+    await m.query(q.upsertReceipts, [JSON.stringify(sorted(changes.receipts, (r) => key2(r.app_id, r.receipt_id)))]);
+    for (const o of await owners()) affected.set(key2(o.app_id, o.application_username), { app_id: o.app_id, name: o.application_username });
+  }
+
+  const seen = sorted(changes.customers, (c) => key2(c.app_id, c.application_username));
+  const customerKeys = new Map(affected);
+  for (const c of seen) customerKeys.set(key2(c.app_id, c.application_username), { app_id: c.app_id, name: c.application_username });
+  const customers = sorted([...customerKeys.values()], (c) => key2(c.app_id, c.name));
+  const customerDays: Parameters<typeof dayCountDeltas>[0] = [];
+  if (customers.length > 0) {
+    const locked = (await m.query(q.lockCustomers, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as {
+      app_id: string;
+      application_username: string;
+      first_seen_at: Date;
+    }[];
+    const before = new Map(locked.map((r) => [key2(r.app_id, r.application_username), utcDay(r.first_seen_at)]));
+    if (seen.length > 0) {
+      const args = [seen.map((c) => c.app_id), seen.map((c) => c.application_username), seen.map((c) => c.first_seen_at)];
+      const inserted = (await m.query(q.insertNewCustomers, args)) as { app_id: string; application_username: string }[];
+      const isNew = new Set(inserted.map((r) => key2(r.app_id, r.application_username)));
+      await m.query(q.lowerFirstSeen, args);
+      for (const c of seen) {
+        const k = key2(c.app_id, c.application_username);
+        customerDays.push({ app_id: c.app_id, key: k, day: utcDay(c.first_seen_at), previousDay: isNew.has(k) ? undefined : before.get(k) });
+      }
+    }
+  }
+
+  for (const [table, rows] of [['transaction_day_counts', txDays], ['customer_day_counts', customerDays]] as const) {
+    const deltas = dayCountDeltas(rows);
+    if (deltas.length === 0) continue;
+    await m.query(q.addDayCounts(table), [deltas.map((d) => d.app_id), deltas.map((d) => d.day), deltas.map((d) => d.n)]);
+    const emptied = deltas.filter((d) => d.n < 0);
+    if (emptied.length > 0) await m.query(q.dropEmptyDays(table), [emptied.map((d) => d.app_id), emptied.map((d) => d.day)]);
+  }
+
+  if (affected.size > 0) {
+    const list = sorted([...affected.values()], (c) => key2(c.app_id, c.name));
+    await m.query(summary.refresh, [list.map((c) => c.app_id), list.map((c) => c.name)]);
+  }
 }
 
 /** Offsets may skip (compaction, transaction markers) but never go back: anything else is a bug upstream. */

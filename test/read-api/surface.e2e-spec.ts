@@ -44,7 +44,7 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
   });
 
   it('answers 500 without leaking internals when the database fails, and readiness goes down', async () => {
-    await db.dataSource.query('ALTER TABLE read_model.transactions RENAME TO transactions_gone');
+    await db.dataSource.query('ALTER TABLE read_model.transaction_day_counts RENAME TO transactions_gone');
     try {
       const res = await api.get('/v2/transactions', api.token('app-1'));
       expect(res.status).toBe(500);
@@ -62,7 +62,7 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
       expect(ready.status).toBe(503);
       expect(ready.body).toMatchObject({ status: 503, code: 'service_unavailable' });
     } finally {
-      await db.dataSource.query('ALTER TABLE read_model.transactions_gone RENAME TO transactions');
+      await db.dataSource.query('ALTER TABLE read_model.transactions_gone RENAME TO transaction_day_counts');
     }
   });
 });

@@ -1,8 +1,7 @@
 import type { ListCustomersQuery } from './list-customers.query.js';
 
-export type CustomerPageRow = {
-  total: number;
-  applicationUsername: string | null;
+export type CustomerRow = {
+  applicationUsername: string;
   receiptIds: string[];
   transactionCount: number;
   lastPurchaseDate: Date | null;
@@ -12,55 +11,34 @@ export type CustomerPageRow = {
   activeUntil: Date | null;
 };
 
+const COLUMNS = `application_username AS "applicationUsername", receipt_ids AS "receiptIds",
+       transaction_count AS "transactionCount", last_purchase_date AS "lastPurchaseDate",
+       expiration_date AS "expirationDate", last_renewal_date AS "lastRenewalDate",
+       renewal_intent AS "renewalIntent", active_until AS "activeUntil"`;
+
+/** Exact customers per UTC day of first sighting, maintained by the projection. */
+export const customerDaysSql = `
+  SELECT day::text AS day, n::int AS n FROM read_model.customer_day_counts WHERE app_id = $1 ORDER BY day`;
+
 /**
- * One page of customers (by first_seen_at, then username) with the facts customerInfo is derived
- * from, aggregated over the transactions of the receipts each customer currently owns.
+ * One page of customers by (first_seen_at, application_username), starting `offset` rows into the
+ * day the page begins in. The summary columns are kept by the projection: one indexed read.
  */
-export function listCustomersSql(q: ListCustomersQuery): { sql: string; params: unknown[] } {
-  const params: unknown[] = [q.appId];
-  let filter = 'app_id = $1';
-  let window = '';
-  if (q.usernames) {
-    params.push(q.usernames);
-    filter += ` AND application_username = ANY($2::text[])`;
-  } else {
-    params.push(q.skip, q.limit);
-    window = 'OFFSET $2 LIMIT $3';
-  }
-  const sql = `
-    SELECT c.total, p.application_username AS "applicationUsername",
-           coalesce(r.receipt_ids, '{}') AS "receiptIds",
-           coalesce(a.transaction_count, 0) AS "transactionCount",
-           a.last_purchase_date AS "lastPurchaseDate", a.active_until AS "activeUntil",
-           l.expiration_date AS "expirationDate", l.last_renewal_date AS "lastRenewalDate",
-           l.renewal_intent AS "renewalIntent"
-    FROM (SELECT count(*)::int AS total FROM read_model.customers WHERE ${filter}) c
-    LEFT JOIN LATERAL (
-      SELECT application_username, first_seen_at FROM read_model.customers
-      WHERE ${filter}
-      ORDER BY first_seen_at, application_username
-      ${window}
-    ) p ON true
-    LEFT JOIN LATERAL (
-      SELECT array_agg(receipt_id ORDER BY receipt_id) AS receipt_ids
-      FROM read_model.receipts WHERE app_id = $1 AND application_username = p.application_username
-    ) r ON true
-    LEFT JOIN LATERAL (
-      SELECT count(*)::int AS transaction_count,
-             max(t.purchase_date) AS last_purchase_date,
-             max(t.expiration_date) FILTER (WHERE t.is_expired IS NOT TRUE) AS active_until
-      FROM read_model.receipts rc
-      JOIN read_model.transactions t ON t.app_id = rc.app_id AND t.receipt_id = rc.receipt_id
-      WHERE rc.app_id = $1 AND rc.application_username = p.application_username
-    ) a ON true
-    LEFT JOIN LATERAL (
-      SELECT t.expiration_date, t.last_renewal_date, t.renewal_intent
-      FROM read_model.receipts rc
-      JOIN read_model.transactions t ON t.app_id = rc.app_id AND t.receipt_id = rc.receipt_id
-      WHERE rc.app_id = $1 AND rc.application_username = p.application_username AND t.expiration_date IS NOT NULL
-      ORDER BY t.expiration_date DESC, t.transaction_id DESC
-      LIMIT 1
-    ) l ON true
-    ORDER BY p.first_seen_at, p.application_username`;
-  return { sql, params };
+export function customerPageSql(q: ListCustomersQuery, from: Date, offset: number): { sql: string; params: unknown[] } {
+  return {
+    sql: `SELECT ${COLUMNS} FROM read_model.customers
+          WHERE app_id = $1 AND first_seen_at >= $2
+          ORDER BY first_seen_at, application_username OFFSET $3 LIMIT $4`,
+    params: [q.appId, from, offset, q.limit],
+  };
+}
+
+/** The named customers that exist, in the listing's order. */
+export function customersByNameSql(q: ListCustomersQuery): { sql: string; params: unknown[] } {
+  return {
+    sql: `SELECT ${COLUMNS} FROM read_model.customers
+          WHERE app_id = $1 AND application_username = ANY($2::text[])
+          ORDER BY first_seen_at, application_username`,
+    params: [q.appId, q.usernames],
+  };
 }

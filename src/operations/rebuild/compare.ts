@@ -15,6 +15,9 @@ const COMPARED: Record<string, string> = {
   transactions: '*',
   processed_events: '*',
   projection_offsets: 'topic, partition, next_offset',
+  // derived tables: drift here means the counts or summaries were not maintained right
+  transaction_day_counts: "app_id, day, n",
+  customer_day_counts: 'app_id, day, n',
 };
 
 /** Differences between the live read models and a rebuilt generation, table by table. */
