@@ -1,0 +1,163 @@
+// Realistic, deterministic purchase-event streams for benchmarks and demos: several apps of very
+// different sizes, monthly and yearly subscriptions with renewals, trials, refunds, auto-renew
+// turned off, consumables, two platforms, sandbox purchases, receipts restored on another account,
+// spread over three years. Same seed, same events.
+
+export type GenerateOptions = {
+  seed: number;
+  /** Stop after this many events. */
+  events: number;
+  /** Relative sizes of the apps; the first is the big publisher. */
+  apps?: { id: string; weight: number }[];
+  /** Last day of the three-year window. */
+  until?: Date;
+};
+
+const DAY = 86_400_000;
+
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export const DEFAULT_APPS = [
+  { id: 'big-app', weight: 80 },
+  { id: 'mid-app', weight: 14 },
+  { id: 'small-app', weight: 4 },
+  { id: 'tiny-app', weight: 1.5 },
+  { id: 'new-app', weight: 0.5 },
+];
+
+type Event = Record<string, unknown>;
+
+/** Yields CloudEvents (as plain objects) customer by customer; within a customer, in time order. */
+export function* generateEvents(o: GenerateOptions): Generator<Event> {
+  const rnd = mulberry32(o.seed);
+  const apps = o.apps ?? DEFAULT_APPS;
+  const totalWeight = apps.reduce((s, a) => s + a.weight, 0);
+  const until = (o.until ?? new Date(Date.UTC(2026, 10, 21))).getTime();
+  const from = until - 3 * 365 * DAY;
+  const pick = <T>(items: T[]) => items[Math.floor(rnd() * items.length)];
+  const iso = (ms: number) => new Date(ms).toISOString();
+  let produced = 0;
+  let eventSeq = 0;
+  let customer = 0;
+
+  const emit = (app: string, type: string, time: number, data: Event): Event => {
+    produced++;
+    return {
+      specversion: '1.0',
+      id: `${o.seed}-${++eventSeq}`,
+      source: data.platform === 'google' ? 'google-rtdn' : 'apple-server-notifications',
+      type,
+      time: iso(time),
+      appid: app,
+      datacontenttype: 'application/json',
+      data,
+    };
+  };
+
+  while (produced < o.events) {
+    customer++;
+    let r = rnd() * totalWeight;
+    const app = apps.find((a) => (r -= a.weight) < 0)?.id ?? apps[0].id;
+    const platform = rnd() < 0.55 ? 'apple' : 'google';
+    const user = `user-${o.seed}-${customer}`;
+    const receiptId = `${platform}:r-${o.seed}-${customer}`;
+    const sandbox = rnd() < 0.02;
+    const start = from + Math.floor(rnd() * (until - from));
+    const kind = rnd();
+    const common = { platform, receiptId, ...(sandbox ? { sandbox: true } : {}) };
+
+    if (kind < 0.2) {
+      // consumables: a few coin packs
+      const purchases = 1 + Math.floor(rnd() * 4);
+      for (let i = 0; i < purchases && produced < o.events; i++) {
+        const t = start + i * Math.floor(rnd() * 20 * DAY);
+        if (t > until) break;
+        const id = `${platform}:c-${o.seed}-${customer}-${i}`;
+        const price = pick([0.99, 1.99, 4.99, 9.99]);
+        yield emit(app, 'transaction.updated', t + 2000, {
+          ...common,
+          transactionId: id,
+          purchaseId: id,
+          productId: `${platform}:coins_${pick([100, 500, 1200])}`,
+          ...(i === 0 ? { applicationUsername: user } : {}),
+          purchaseDate: iso(t),
+          quantity: 1 + Math.floor(rnd() * 3),
+          isConsumed: true,
+          isAcknowledged: true,
+          amountUSD: price,
+          amountMicros: Math.round(price * 1e6),
+          currency: 'USD',
+        });
+      }
+      continue;
+    }
+
+    const yearly = kind > 0.85;
+    const period = (yearly ? 365 : 30) * DAY;
+    const product = `${platform}:pro_${yearly ? 'yearly' : 'monthly'}`;
+    const price = yearly ? 49.99 : 4.99;
+    const purchaseId = `${platform}:p-${o.seed}-${customer}`;
+    const trial = rnd() < 0.3;
+    const lifetime = yearly ? 1 + Math.floor(rnd() * 3) : 1 + Math.floor(-Math.log(1 - rnd()) * 8);
+    let t = start;
+    let n = 0;
+    if (trial) {
+      yield emit(app, 'transaction.updated', t + 1000, {
+        ...common,
+        transactionId: `${purchaseId}-t`,
+        purchaseId,
+        productId: product,
+        applicationUsername: user,
+        purchaseDate: iso(start),
+        expirationDate: iso(t + 7 * DAY),
+        isTrialPeriod: true,
+        renewalIntent: 'Renew',
+        amountMicros: 0,
+        currency: 'USD',
+      });
+      t += 7 * DAY;
+    }
+    for (; n < lifetime && t < until && produced < o.events; n++, t += period) {
+      const last = n === lifetime - 1;
+      const data: Event = {
+        ...common,
+        transactionId: `${purchaseId}-${n}`,
+        purchaseId,
+        productId: product,
+        ...(n === 0 && !trial ? { applicationUsername: user } : {}),
+        purchaseDate: iso(start),
+        ...(n > 0 || trial ? { lastRenewalDate: iso(t) } : {}),
+        expirationDate: iso(t + period),
+        renewalIntent: 'Renew',
+        isAcknowledged: true,
+        amountUSD: price,
+        amountMicros: Math.round(price * 1e6),
+        currency: 'USD',
+        ...(n === 0 && rnd() < 0.1 ? { isIntroPeriod: true } : {}),
+      };
+      yield emit(app, 'transaction.updated', t + 3000, data);
+      if (last && rnd() < 0.4 && produced < o.events) {
+        // turned auto-renew off during the last period
+        yield emit(app, 'transaction.updated', t + period / 2, { ...data, renewalIntent: 'Lapse', renewalIntentChangeDate: iso(t + period / 2 - 1000) });
+      }
+      if (rnd() < 0.02 && produced < o.events) {
+        // refunded: the producer expresses it through expirationDate and isExpired
+        const refundAt = t + Math.floor(rnd() * 10 * DAY);
+        yield emit(app, 'transaction.updated', refundAt, { ...data, expirationDate: iso(refundAt), isExpired: true, cancelationReason: 'Customer', renewalIntent: 'Lapse' });
+        break;
+      }
+    }
+    if (rnd() < 0.005 && produced < o.events) {
+      yield emit(app, 'receipt.linked', Math.min(until, t + 1000), { receiptId, applicationUsername: `${user}-restored` });
+    }
+  }
+}
