@@ -1,3 +1,4 @@
+import { createSecretKey } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { ExtractJwt, Strategy, type SecretOrKeyProvider } from 'passport-jwt';
@@ -16,9 +17,11 @@ type Claims = { app?: unknown; scope?: unknown; sub?: unknown };
 export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(VERIFICATION_KEYS) keys: VerificationKeys) {
     const { jwks } = keys;
+    // A KeyObject: given a string, jsonwebtoken first tries it as a PEM public key on every verify.
+    const secret = keys.secret ? createSecretKey(Buffer.from(keys.secret)) : undefined;
     const provider: SecretOrKeyProvider = (request, rawJwtToken, done) => {
       const alg = headerAlg(rawJwtToken);
-      if (alg === 'HS256' && keys.secret) return done(null, keys.secret);
+      if (alg === 'HS256' && secret) return done(null, secret as unknown as string);
       if ((alg === 'RS256' || alg === 'ES256') && jwks) return jwks(request, rawJwtToken, done);
       return done(new Error(`token algorithm ${alg ?? 'unknown'} is not accepted`));
     };

@@ -16,9 +16,16 @@ const COLUMNS = `application_username AS "applicationUsername", receipt_ids AS "
        expiration_date AS "expirationDate", last_renewal_date AS "lastRenewalDate",
        renewal_intent AS "renewalIntent", active_until AS "activeUntil"`;
 
-/** Exact customers per UTC day of first sighting, maintained by the projection. */
-export const customerDaysSql = `
-  SELECT day::text AS day, n::int AS n FROM read_model.customer_day_counts WHERE app_id = $1 ORDER BY day`;
+export type PageStartRow = { total: string | null; day: string | null; before: string | null };
+
+/**
+ * Total customers and the first-seen day holding row `skip` (with the rows before it), from the
+ * exact per-day counts the projection maintains. One row comes back.
+ */
+export const customerPageStartSql = `
+  WITH c AS (SELECT day, n, sum(n) OVER (ORDER BY day) AS cum FROM read_model.customer_day_counts WHERE app_id = $1)
+  SELECT (SELECT sum(n) FROM c)::text AS total, p.day::text AS day, (p.cum - p.n)::text AS before
+  FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT day, n, cum FROM c WHERE cum > $2 ORDER BY day LIMIT 1) p ON true`;
 
 /**
  * One page of customers by (first_seen_at, application_username), starting `offset` rows into the

@@ -30,48 +30,49 @@ export type TransactionRow = {
   currency: string | null;
 };
 
-export type DayCountRow = { kind: 'day' | 'head' | 'tail'; day: string | null; n: number };
+export type PageStartRow = { total: string | null; day: string | null; before: string | null };
 
 /**
- * Exact counts per UTC day of the filtered range, from the counts the projection maintains. The
- * first and last day may be cut by the filter: 'head' counts that day's rows before `startdate`,
- * 'tail' those at or after `enddate`, both on the (app_id, occurred_at) index.
+ * Total and where the page starts, from the per-day counts the projection maintains: the days of
+ * the range are summed (the first and last day minus the rows the date filter cuts off, counted on
+ * the (app_id, occurred_at) index), and a running sum finds the day holding row `skip` and how many
+ * rows precede it. One row comes back whatever the range.
  */
-export function transactionDaysSql(q: ListTransactionsQuery): { sql: string; params: unknown[] } {
-  const params: unknown[] = [q.appId];
-  const parts: string[] = [];
-  let dayFilter = '';
-  if (q.startDate) {
-    params.push(dayOf(q.startDate));
-    dayFilter += ` AND day >= $${params.length}::date`;
-  }
-  if (q.endDate) {
-    params.push(lastDayBefore(q.endDate));
-    dayFilter += ` AND day <= $${params.length}::date`;
-  }
-  parts.push(`SELECT 'day' AS kind, day::text AS day, n::int AS n FROM read_model.transaction_day_counts WHERE app_id = $1${dayFilter}`);
-  if (q.startDate && q.startDate.getTime() !== dayStart(dayOf(q.startDate)).getTime()) {
-    params.push(dayStart(dayOf(q.startDate)), q.startDate);
-    parts.push(`SELECT 'head', NULL, count(*)::int FROM read_model.transactions WHERE app_id = $1 AND occurred_at >= $${params.length - 1} AND occurred_at < $${params.length}`);
-  }
-  if (q.endDate && q.endDate.getTime() !== dayStart(dayOf(q.endDate)).getTime()) {
-    params.push(q.endDate, nextDayStart(dayOf(q.endDate)));
-    parts.push(`SELECT 'tail', NULL, count(*)::int FROM read_model.transactions WHERE app_id = $1 AND occurred_at >= $${params.length - 1} AND occurred_at < $${params.length}`);
-  }
-  return { sql: `${parts.join('\nUNION ALL\n')}\nORDER BY 1, 2`, params };
+export function pageStartSql(q: ListTransactionsQuery): { name: string; sql: string; params: unknown[] } {
+  const start = q.startDate;
+  const end = q.endDate;
+  const startCut = start && start.getTime() !== dayStart(dayOf(start)).getTime();
+  const endCut = end && end.getTime() !== dayStart(dayOf(end)).getTime();
+  const params: unknown[] = [q.appId, q.skip, start ? dayOf(start) : null, end ? lastDayBefore(end) : null];
+  const head = startCut ? `(SELECT count(*) FROM read_model.transactions WHERE app_id = $1 AND occurred_at >= $5 AND occurred_at < $6)` : '0';
+  if (startCut) params.push(dayStart(dayOf(start)), start);
+  const tailFrom = params.length + 1;
+  const tail = endCut ? `(SELECT count(*) FROM read_model.transactions WHERE app_id = $1 AND occurred_at >= $${tailFrom} AND occurred_at < $${tailFrom + 1})` : '0';
+  if (endCut) params.push(end, nextDayStart(dayOf(end)));
+  const sql = `
+    WITH d AS (
+      SELECT day, n - CASE WHEN day = $3::date THEN ${head} ELSE 0 END
+                    - CASE WHEN day = $4::date THEN ${tail} ELSE 0 END AS n
+      FROM read_model.transaction_day_counts
+      WHERE app_id = $1 AND ($3::date IS NULL OR day >= $3::date) AND ($4::date IS NULL OR day <= $4::date)
+    ), c AS (SELECT day, n, sum(n) OVER (ORDER BY day) AS cum FROM d)
+    SELECT (SELECT sum(n) FROM d)::text AS total, p.day::text AS day, (p.cum - p.n)::text AS before
+    FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT day, n, cum FROM c WHERE cum > $2 ORDER BY day LIMIT 1) p ON true`;
+  return { name: `tx-page-start-${startCut ? 's' : ''}${endCut ? 'e' : ''}`, sql, params };
 }
 
 /**
  * One page in (occurred_at, transaction_id) order, starting `offset` rows into the day the page
  * begins in; the offset is at most one day's rows however deep the page is.
  */
-export function transactionPageSql(q: ListTransactionsQuery, from: Date, offset: number): { sql: string; params: unknown[] } {
+export function transactionPageSql(q: ListTransactionsQuery, from: Date, offset: number): { name: string; sql: string; params: unknown[] } {
   const params: unknown[] = [q.appId, from, offset, q.limit];
   let upper = '';
   if (q.endDate) {
     params.push(q.endDate);
     upper = ` AND occurred_at < $5`;
   }
+  // The OFFSET walks only the index (keys); the 100 rows of the page are then fetched by key.
   const sql = `
     SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
            platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
@@ -83,9 +84,10 @@ export function transactionPageSql(q: ListTransactionsQuery, from: Date, offset:
            is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
            price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
            amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency
-    FROM read_model.transactions
-    WHERE app_id = $1 AND occurred_at >= $2${upper}
-    ORDER BY occurred_at, transaction_id
-    OFFSET $3 LIMIT $4`;
-  return { sql, params };
+    FROM (SELECT occurred_at AS k_at, transaction_id AS k_id FROM read_model.transactions
+          WHERE app_id = $1 AND occurred_at >= $2${upper}
+          ORDER BY occurred_at, transaction_id OFFSET $3 LIMIT $4) k
+    JOIN read_model.transactions t ON t.app_id = $1 AND t.transaction_id = k.k_id
+    ORDER BY k.k_at, k.k_id`;
+  return { name: `tx-page${upper ? '-e' : ''}`, sql, params };
 }

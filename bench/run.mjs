@@ -1,0 +1,357 @@
+#!/usr/bin/env node
+// Benchmarks (never part of `npm test`):  npm run bench [-- --size small|full]
+// Measures, side by side in one run, our service against a ceiling and a baseline, and writes
+// docs/benchmarks.md. PostgreSQL: DATABASE_URL, or an embedded server under .tmp/bench-pg.
+// Kafka: KAFKA_BROKERS, or a broker started from Maven Central artifacts (test/kafka/broker.mjs).
+import { fork, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import pg from 'pg';
+import copyStreams from 'pg-copy-streams';
+import { DataSource } from 'typeorm';
+import { startKafkaBroker, freePort } from '../test/kafka/broker.mjs';
+import { dataSourceOptions } from '../dist/database/data-source-options.js';
+import { runMigrations } from '../dist/database/migrate.js';
+import { startEmbeddedPostgres } from '../dist/database/embedded-postgres.js';
+import { customerSummarySql } from '../dist/projection/customer-summary.sql.js';
+import { generateEvents } from '../dist/generate/generate-events.js';
+import { mintToken } from '../dist/auth/mint-token.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { values: args } = parseArgs({ options: { size: { type: 'string', default: 'small' }, only: { type: 'string' } } });
+const SIZES = {
+  small: { transactions: 1_000_000, customers: 100_000, ingestEvents: 200_000, seconds: 5, visibleSeconds: 15 },
+  full: { transactions: 10_000_000, customers: 1_000_000, ingestEvents: 2_000_000, seconds: 10, visibleSeconds: 30 },
+};
+const size = SIZES[args.size];
+if (!size) throw new Error(`--size must be one of ${Object.keys(SIZES).join(', ')}`);
+const only = new Set((args.only ?? 'api,ingest').split(','));
+const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
+const log = (...m) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...m);
+const results = { api: [], throughput: [], ingest: {}, visible: {} };
+
+// ---------- infrastructure ----------
+async function postgres() {
+  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, stop: async () => {} };
+  const dir = path.join(os.tmpdir(), 'sr-bench-pg');
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o755);
+  return startEmbeddedPostgres(dir, await freePort());
+}
+const withDb = (url, name) => Object.assign(new URL(url), { pathname: `/${name}` }).toString();
+async function freshDatabase(adminUrl, name) {
+  const c = new pg.Client({ connectionString: adminUrl });
+  await c.connect();
+  await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await c.query(`CREATE DATABASE ${name}`);
+  await c.end();
+  const url = withDb(adminUrl, name);
+  const ds = await new DataSource(dataSourceOptions(url, { poolSize: 4, applicationName: 'bench' })).initialize();
+  await runMigrations(ds);
+  return { url, ds };
+}
+function service(env) {
+  const child = spawn(process.execPath, [path.join(root, 'dist/main.js')], {
+    env: { PATH: process.env.PATH, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET: SECRET, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  return child;
+}
+async function waitHttp(url) {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(url)).status < 500) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+function forkServer(script, argv) {
+  return new Promise((resolve) => {
+    const child = fork(path.join(root, 'bench', script), argv, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child.once('message', () => resolve(child));
+  });
+}
+const rssMb = (pid) => {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+  } catch {
+    return NaN;
+  }
+};
+function sampleRss(pid) {
+  let max = 0;
+  const t = setInterval(() => (max = Math.max(max, rssMb(pid))), 200);
+  return () => (clearInterval(t), Math.round(max));
+}
+const cannon = (url, connections, seconds, token) =>
+  autocannon({ url, connections, duration: seconds, pipelining: 1, headers: token ? { authorization: `Bearer ${token}` } : {} });
+const pct = (xs, p) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] : NaN);
+
+// ---------- API dataset: T transactions, C customers in one app, spread over three years ----------
+async function loadApiDataset(ds) {
+  const { transactions: T, customers: C } = size;
+  log(`loading ${T} transactions and ${C} customers into one app`);
+  const t0 = Date.now();
+  await ds.query(`SET synchronous_commit = off`);
+  await ds.query(`
+    INSERT INTO read_model.customers (app_id, application_username, first_seen_at)
+    SELECT 'big-app', 'user-' || g, timestamptz '2023-11-21' + (g::float8 / ${C}) * interval '1095 days' + (abs(hashint4(g)) % 3600) * interval '1 second'
+    FROM generate_series(1, ${C}) g`);
+  await ds.query(`
+    INSERT INTO read_model.receipts (app_id, receipt_id, application_username, version_time, version_id)
+    SELECT 'big-app', 'apple:r-' || g, 'user-' || g, now(), 'bench' FROM generate_series(1, ${C}) g`);
+  await ds.query(`
+    INSERT INTO read_model.transactions
+      (app_id, transaction_id, receipt_id, purchase_id, product_id, platform, sandbox, purchase_date, last_renewal_date,
+       expiration_date, renewal_intent, is_acknowledged, is_trial_period, amount_usd, amount_micros, currency,
+       occurred_at, version_time, version_id)
+    SELECT 'big-app', 'apple:t-' || g, 'apple:r-' || c, 'apple:p-' || c, 'apple:pro_monthly', 'apple', false, ts,
+           CASE WHEN g % 3 = 0 THEN ts + interval '30 days' END, ts + interval '30 days',
+           CASE WHEN g % 5 = 0 THEN 'Lapse' ELSE 'Renew' END, true, g % 7 = 0, 4.99, 4990000, 'USD', ts, ts, 'bench-' || g
+    FROM generate_series(1, ${T}) g,
+         LATERAL (SELECT (g % ${C}) + 1 AS c, timestamptz '2023-11-21' + (g::float8 / ${T}) * interval '1095 days' + (abs(hashint4(g)) % 60) * interval '1 second' AS ts) x`);
+  await ds.query(`INSERT INTO read_model.transaction_day_counts SELECT app_id, (occurred_at AT TIME ZONE 'UTC')::date, count(*) FROM read_model.transactions GROUP BY 1, 2`);
+  await ds.query(`INSERT INTO read_model.customer_day_counts SELECT app_id, (first_seen_at AT TIME ZONE 'UTC')::date, count(*) FROM read_model.customers GROUP BY 1, 2`);
+  await ds.query(customerSummarySql('read_model').refreshAll);
+  await ds.query(`VACUUM ANALYZE read_model.transactions`);
+  await ds.query(`VACUUM ANALYZE read_model.customers`);
+  log(`loaded in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+}
+
+async function apiBenchmarks(adminUrl) {
+  const { url, ds } = await freshDatabase(adminUrl, 'bench_api');
+  await loadApiDataset(ds);
+  const T = size.transactions;
+  const port = await freePort();
+  const ours = service({ DATABASE_URL: url, PORT: String(port), CONSUMER_ENABLED: 'false', DOCS_UI_ENABLED: 'false' });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHttp(`${base}/health/live`);
+  const token = mintToken({ secret: SECRET, appId: 'big-app', scopes: ['customers:read', 'transactions:read'], ttlSeconds: 3600 });
+  const [{ n: rangeCount }] = await ds.query(
+    `SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'big-app' AND occurred_at >= '2025-01-01' AND occurred_at < '2025-07-01T13:00:00Z'`,
+  );
+  const names = Array.from({ length: 100 }, (_, i) => `user-${1 + Math.floor((i * size.customers) / 100)}`).join(',');
+  const scenarios = [
+    ['transactions, first page', `/v2/transactions?skip=0&limit=100`],
+    ['transactions, middle page', `/v2/transactions?skip=${Math.floor(T / 2)}&limit=100`],
+    ['transactions, last page', `/v2/transactions?skip=${T - 100}&limit=100`],
+    ['transactions, 6-month range, middle', `/v2/transactions?startdate=2025-01-01T00:00:00Z&enddate=2025-07-01T13:00:00Z&skip=${Math.floor(rangeCount / 2)}&limit=100`],
+    ['customers, first page', `/v2/customers?skip=0&limit=100`],
+    ['customers, last page', `/v2/customers?skip=${size.customers - 100}&limit=100`],
+    ['customers, 100 usernames', `/v2/customers?applicationUsername=${names}`],
+  ];
+  for (const [name, pathAndQuery] of scenarios) {
+    await cannon(base + pathAndQuery, 1, 1, token); // warm up
+    const r = await cannon(base + pathAndQuery, 1, size.seconds, token);
+    results.api.push({ name, p50: r.latency.p50, p99: r.latency.p99, rps: Math.round(r.requests.average), errors: r.non2xx + r.errors });
+    log(`${name}: p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms`);
+  }
+
+  // throughput at 50 connections on a deep page: ours vs the same bytes from memory vs findAndCount
+  const deep = `/v2/transactions?skip=${Math.floor(T / 2)}&limit=100`;
+  const body = Buffer.from(await (await fetch(base + deep, { headers: { authorization: `Bearer ${token}` } })).arrayBuffer());
+  const bodyFile = path.join(os.tmpdir(), 'sr-bench-body.json');
+  writeFileSync(bodyFile, body);
+  const ceilingPort = await freePort();
+  const ceiling = await forkServer('ceiling-server.mjs', [bodyFile, String(ceilingPort)]);
+  const baselinePort = await freePort();
+  const baseline = await forkServer('baseline-server.mjs', [url, String(baselinePort)]);
+  const stopRss = sampleRss(ours.pid);
+  await cannon(base + deep, 50, 2, token);
+  const oursRun = await cannon(base + deep, 50, size.seconds, token);
+  const rss = stopRss();
+  await cannon(`http://127.0.0.1:${ceilingPort}/`, 50, 2);
+  const ceilingRun = await cannon(`http://127.0.0.1:${ceilingPort}/`, 50, size.seconds);
+  const baselineRun = await cannon(`http://127.0.0.1:${baselinePort}/?skip=${Math.floor(T / 2)}&limit=100`, 50, size.seconds);
+  results.throughput = {
+    url: deep,
+    bytes: body.length,
+    ours: Math.round(oursRun.requests.average),
+    oursErrors: oursRun.non2xx + oursRun.errors,
+    ceiling: Math.round(ceilingRun.requests.average),
+    baseline: Math.round(baselineRun.requests.average * 100) / 100,
+    baselineP50: baselineRun.latency.p50,
+    rssMb: rss,
+  };
+  log(`throughput: ours ${results.throughput.ours} req/s, ceiling ${results.throughput.ceiling}, baseline ${results.throughput.baseline}; RSS ${rss} MB`);
+  ceiling.kill();
+  baseline.kill();
+  ours.kill('SIGTERM');
+  await ds.destroy();
+}
+
+// ---------- ingest from Kafka, COPY ceiling, rebuild, publish-to-visible latency ----------
+async function ingestBenchmarks(adminUrl, brokers) {
+  const { url, ds } = await freshDatabase(adminUrl, 'bench_ingest');
+  const topic = `bench-${Date.now()}`;
+  const kafka = new Kafka({ clientId: 'bench', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 6 }, { topic: `${topic}.dlq`, numPartitions: 1 }], waitForLeaders: true });
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  log(`producing ${size.ingestEvents} generated events to ${topic}`);
+  let batch = [];
+  const t0 = Date.now();
+  for (const event of generateEvents({ seed: 42, events: size.ingestEvents })) {
+    batch.push({ key: event.data.receiptId, value: JSON.stringify(event) });
+    if (batch.length === 2000) {
+      await producer.send({ topic, acks: -1, messages: batch });
+      batch = [];
+    }
+  }
+  if (batch.length) await producer.send({ topic, acks: -1, messages: batch });
+  log(`produced in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const end = (await admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
+
+  const stored = async () => Number((await ds.query(`SELECT coalesce(sum(next_offset), 0)::bigint AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]))[0].n);
+  const consumer = service({ DATABASE_URL: url, PORT: String(await freePort()), KAFKA_BROKERS: brokers, KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `bench-${topic}` });
+  const stopRss = sampleRss(consumer.pid);
+  let first;
+  let firstAt;
+  for (;;) {
+    const n = await stored();
+    if (n > 0 && firstAt === undefined) [first, firstAt] = [n, Date.now()];
+    if (n >= end) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const seconds = (Date.now() - firstAt) / 1000;
+  results.ingest = { events: end, seconds, eventsPerSecond: Math.round((end - first) / seconds), consumerRssMb: stopRss() };
+  log(`projected ${end} events at ${results.ingest.eventsPerSecond} events/s`);
+
+  // ceiling: COPY of the same rows into the same tables (empty copies with the same indexes)
+  await ds.query(`DROP SCHEMA IF EXISTS copy_ceiling CASCADE`);
+  await ds.query(`CREATE SCHEMA copy_ceiling`);
+  const tables = (await ds.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'read_model' AND table_name <> 'projection_offsets'`)).map((r) => r.table_name);
+  for (const t of tables) await ds.query(`CREATE TABLE copy_ceiling.${t} (LIKE read_model.${t} INCLUDING ALL)`);
+  const from = new pg.Client({ connectionString: url });
+  const to = new pg.Client({ connectionString: url });
+  await Promise.all([from.connect(), to.connect()]);
+  const c0 = Date.now();
+  for (const t of tables) {
+    await pipeline(from.query(copyStreams.to(`COPY read_model.${t} TO STDOUT`)), to.query(copyStreams.from(`COPY copy_ceiling.${t} FROM STDIN`)));
+  }
+  const copySeconds = (Date.now() - c0) / 1000;
+  await Promise.all([from.end(), to.end()]);
+  await ds.query(`DROP SCHEMA copy_ceiling CASCADE`);
+  results.ingest.copySeconds = copySeconds;
+  results.ingest.copyEventsPerSecond = Math.round(end / copySeconds);
+  log(`COPY ceiling: ${copySeconds.toFixed(1)} s (${results.ingest.copyEventsPerSecond} events/s equivalent)`);
+
+  // publish-to-visible at a steady 1,000 events/s
+  const events = generateEvents({ seed: 43, events: size.visibleSeconds * 1000 });
+  const sends = [];
+  const poller = (async () => {
+    while (sends.length === 0 || sends.some((s) => s.visibleAt === undefined)) {
+      const rows = await ds.query(`SELECT partition, next_offset::bigint AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
+      const at = new Map(rows.map((r) => [r.partition, Number(r.n)]));
+      const now = Date.now();
+      for (const s of sends) if (s.visibleAt === undefined && s.offsets.every(([p, o]) => (at.get(p) ?? 0) > o)) s.visibleAt = now;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
+  const start = Date.now();
+  for (let tick = 0; tick < size.visibleSeconds * 100; tick++) {
+    const messages = [];
+    for (let i = 0; i < 10; i++) {
+      const e = events.next().value;
+      messages.push({ key: e.data.receiptId, value: JSON.stringify(e) });
+    }
+    const sentAt = Date.now();
+    const meta = await producer.send({ topic, acks: -1, messages });
+    sends.push({ sentAt, offsets: meta.map((m) => [m.partition, Number(m.baseOffset) + 0]) });
+    const wait = start + (tick + 1) * 10 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+  await poller;
+  const latencies = sends.map((s) => s.visibleAt - s.sentAt);
+  results.visible = { rate: Math.round((sends.length * 10) / ((Date.now() - start) / 1000)), p50: pct(latencies, 50), p99: pct(latencies, 99), max: Math.max(...latencies) };
+  log(`publish-to-visible: p50 ${results.visible.p50} ms, p99 ${results.visible.p99} ms`);
+  consumer.kill('SIGTERM');
+  await new Promise((r) => consumer.once('exit', r));
+
+  // rebuild of everything in the topic
+  const total = (await admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
+  const r0 = Date.now();
+  await new Promise((resolve, reject) => {
+    const cli = spawn(process.execPath, [path.join(root, 'dist/cli.js'), 'rebuild'], {
+      env: { PATH: process.env.PATH, DATABASE_URL: url, KAFKA_BROKERS: brokers, KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `bench-${topic}`, JWT_SECRET: SECRET },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    cli.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`rebuild exited ${code}`))));
+  });
+  const rebuildSeconds = (Date.now() - r0) / 1000;
+  results.ingest.rebuild = { events: total, seconds: rebuildSeconds, eventsPerSecond: Math.round(total / rebuildSeconds), extrapolated10MMinutes: Math.round((10_000_000 / (total / rebuildSeconds) / 60) * 10) / 10 };
+  log(`rebuild of ${total} events: ${rebuildSeconds.toFixed(1)} s`);
+  await producer.disconnect();
+  await admin.disconnect();
+  await ds.destroy();
+}
+
+// ---------- report ----------
+function report(meta) {
+  const ok = (pass) => (pass ? 'met' : '**not met**');
+  const lines = [];
+  lines.push('# Benchmarks', '');
+  lines.push(`Generated by \`npm run bench -- --size ${args.size}\` (bench/run.mjs) on ${meta.date}.`, '');
+  lines.push('| machine | |', '|---|---|');
+  for (const [k, v] of Object.entries(meta.machine)) lines.push(`| ${k} | ${v} |`);
+  lines.push('');
+  if (results.api.length) {
+    lines.push(`## API latency, one connection (${size.transactions.toLocaleString('en')} transactions, ${size.customers.toLocaleString('en')} customers in one app; 100-row pages; ${size.seconds} s each)`, '');
+    lines.push('| scenario | p50 ms | p99 ms | req/s | target p50 ≤ 3, p99 ≤ 10 |', '|---|---|---|---|---|');
+    for (const r of results.api) lines.push(`| ${r.name} | ${r.p50} | ${r.p99} | ${r.rps} | ${ok(r.p50 <= 3 && r.p99 <= 10 && r.errors === 0)} |`);
+    const t = results.throughput;
+    lines.push('', `## Throughput, 50 connections, deep page \`${t.url}\` (${t.bytes} bytes)`, '');
+    lines.push('| server | req/s | ratio |', '|---|---|---|');
+    lines.push(`| ceiling: node:http, same bytes from memory | ${t.ceiling} | |`);
+    lines.push(`| **this service** | **${t.ours}** | ${(t.ours / t.ceiling * 100).toFixed(0)}% of ceiling (target ≥ 50%: ${ok(t.ours / t.ceiling >= 0.5)}) |`);
+    lines.push(`| baseline: TypeORM findAndCount({skip, take}) | ${t.baseline} (p50 ${t.baselineP50} ms) | ours is ${t.baseline > 0 ? Math.round(t.ours / t.baseline) : '∞'}× (target ≥ 100×: ${ok(t.baseline === 0 || t.ours / t.baseline >= 100)}) |`);
+    lines.push('', `API process RSS under that load: max ${t.rssMb} MB (target ≤ 200 MB: ${ok(t.rssMb <= 200)}).`, '');
+  }
+  if (results.ingest.events) {
+    const i = results.ingest;
+    lines.push(`## Ingest from Kafka (${i.events.toLocaleString('en')} generated events, 6 partitions)`, '');
+    lines.push('| measure | value | target |', '|---|---|---|');
+    lines.push(`| projection, Kafka → PostgreSQL (one consumer) | ${i.eventsPerSecond.toLocaleString('en')} events/s | ≥ 50,000: ${ok(i.eventsPerSecond >= 50000)} |`);
+    lines.push(`| ceiling: COPY of the resulting rows into the same tables | ${i.copyEventsPerSecond.toLocaleString('en')} events/s (${i.copySeconds.toFixed(1)} s) | |`);
+    lines.push(`| projection as share of the ceiling | ${(i.eventsPerSecond / i.copyEventsPerSecond * 100).toFixed(0)}% | |`);
+    lines.push(`| consumer RSS while draining the backlog | max ${i.consumerRssMb} MB | bounded |`);
+    lines.push(`| rebuild of ${i.rebuild.events.toLocaleString('en')} events | ${i.rebuild.seconds.toFixed(1)} s (${i.rebuild.eventsPerSecond.toLocaleString('en')} events/s); 10M events ≈ ${i.rebuild.extrapolated10MMinutes} min | ≤ 5 min: ${ok(i.rebuild.extrapolated10MMinutes <= 5)} |`);
+    const v = results.visible;
+    lines.push(`| publish-to-visible at ${v.rate} events/s | p50 ${v.p50} ms, p99 ${v.p99} ms, max ${v.max} ms | p99 ≤ 500 ms: ${ok(v.p99 <= 500)} |`, '');
+  }
+  return lines.join('\n');
+}
+
+const pgServer = await postgres();
+let broker;
+try {
+  const machine = {
+    cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
+    memory: `${Math.round(os.totalmem() / 2 ** 30)} GiB`,
+    node: process.version,
+    postgres: (await (async () => { const c = new pg.Client({ connectionString: pgServer.url }); await c.connect(); const v = (await c.query('SHOW server_version')).rows[0].server_version; await c.end(); return v; })()),
+    'postgres mode': process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded-postgres',
+    kafka: process.env.KAFKA_BROKERS ? `KAFKA_BROKERS=${process.env.KAFKA_BROKERS}` : 'Apache Kafka 4.3.1 (test/kafka/pom.xml), single node on loopback',
+    'load generator': 'autocannon, same machine',
+  };
+  if (only.has('api')) await apiBenchmarks(pgServer.url);
+  if (only.has('ingest')) {
+    const brokers = process.env.KAFKA_BROKERS ?? (broker = await startKafkaBroker()).brokers;
+    await ingestBenchmarks(pgServer.url, brokers);
+  }
+  const md = report({ date: new Date().toISOString(), machine });
+  console.log(md);
+  if (!args.only) writeFileSync(path.join(root, `docs/benchmarks${args.size === 'small' ? '' : '-' + args.size}.md`), md + '\n');
+} finally {
+  await broker?.destroy();
+  await pgServer.stop();
+}
