@@ -90,6 +90,9 @@ class Environment {
   @Transform(toInt) @IsInt() @Min(1024) @Max(256 * 1024 * 1024)
   KAFKA_MAX_BYTES_PER_PARTITION = 4 * 1024 * 1024;
 
+  @Transform(toInt) @IsInt() @Min(1) @Max(64)
+  KAFKA_PARTITIONS_CONCURRENCY = 2;
+
   @Transform(toBool) @IsBoolean()
   CONSUMER_ENABLED = true;
 
@@ -108,6 +111,7 @@ export type KafkaSettings = {
   ssl: boolean;
   sessionTimeoutMs: number;
   maxBytesPerPartition: number;
+  partitionsConcurrency: number;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
 };
 
@@ -178,6 +182,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
           ssl: env.KAFKA_SSL,
           sessionTimeoutMs: env.KAFKA_SESSION_TIMEOUT_MS,
           maxBytesPerPartition: env.KAFKA_MAX_BYTES_PER_PARTITION,
+          partitionsConcurrency: env.KAFKA_PARTITIONS_CONCURRENCY,
           sasl: env.KAFKA_SASL_MECHANISM
             ? { mechanism: env.KAFKA_SASL_MECHANISM, username: env.KAFKA_SASL_USERNAME!, password: env.KAFKA_SASL_PASSWORD! }
             : undefined,

@@ -81,3 +81,21 @@ describe('published JSON Schemas (docs/events)', () => {
     expect(published).toEqual(JSON.parse(JSON.stringify(schema)));
   });
 });
+
+describe('normalizeTime', () => {
+  it.each([
+    ['2024-03-01T00:00:00.123Z', '2024-03-01T00:00:00.123000Z'],
+    ['2024-03-01T00:00:00Z', '2024-03-01T00:00:00.000000Z'],
+    ['2024-03-01T02:00:00.5+02:00', '2024-03-01T00:00:00.500000Z'],
+    ['2024-03-01T00:00:00.1234567Z', '2024-03-01T00:00:00.123456Z'],
+    ['2024-02-29t10:00:00z', '2024-02-29T10:00:00.000000Z'],
+  ])('%s -> %s', async (input, expected) => {
+    const { normalizeTime } = await import('./event-time.js');
+    expect(normalizeTime(input)).toBe(expected);
+  });
+
+  it.each(['2024-13-01T00:00:00.000Z', '2024-03-01T24:00:00Z', '2024-03-01 00:00:00Z', '2024-03-01T00:00:00'])('refuses %s', async (input) => {
+    const { normalizeTime } = await import('./event-time.js');
+    expect(normalizeTime(input)).toBeUndefined();
+  });
+});

@@ -60,7 +60,10 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
   const q = sql(schema);
   const liveLock = options.liveLock ?? schema === LIVE_SCHEMA;
   const run = async (m: EntityManager): Promise<BatchOutcome> => {
-    // First, before any table name is resolved: after a generation switch, names bind to the new schema.
+    // The offsets of record commit with the rows, so a commit lost in a PostgreSQL crash is simply
+    // re-projected from the log on restart: durability of each batch's commit is not needed.
+    await m.query('SET LOCAL synchronous_commit = off');
+    // Before any table name is resolved: after a generation switch, names bind to the new schema.
     if (liveLock) await m.query('SELECT pg_advisory_xact_lock_shared($1)', [LIVE_PROJECTION_LOCK]);
     const [{ next_offset: stored }] = (await m.query(q.lockOffset, [batch.topic, batch.partition])) as { next_offset: string }[];
     const storedOffset = BigInt(stored);

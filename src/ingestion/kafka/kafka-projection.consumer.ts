@@ -93,7 +93,13 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       });
       await consumer.connect();
       await consumer.subscribe({ topic: this.settings.topic, fromBeginning: true });
-      await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (payload) => this.onBatch(consumer, payload) });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        // While one partition's batch waits on PostgreSQL, another's is fetched and decoded.
+        partitionsConsumedConcurrently: this.settings.partitionsConcurrency,
+        eachBatch: (payload) => this.onBatch(consumer, payload),
+      });
       this.status = 'running';
       this.logger.log({ topic: this.settings.topic, groupId: this.target.groupId ?? this.settings.groupId, schema: this.target.schema, msg: 'consuming' });
     } catch (error) {
