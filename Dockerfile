@@ -14,4 +14,4 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/examples ./examples
 USER node
 EXPOSE 3000
-CMD ["node", "dist/main.js"]
+CMD ["node", "--max-old-space-size=160", "dist/main.js"]

@@ -56,9 +56,11 @@ async function freshDatabase(adminUrl, name) {
   await runMigrations(ds);
   return { url, ds };
 }
+/** KAFKA_* and PROJECTION_* settings given to `npm run bench` reach the measured service. */
+const tuning = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(KAFKA_(PARTITIONS_CONCURRENCY|MAX_BYTES_PER_PARTITION)|PROJECTION_BATCH_SIZE)$/.test(k)));
 function service(env) {
-  const child = spawn(process.execPath, [path.join(root, 'dist/main.js')], {
-    env: { PATH: process.env.PATH, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET: SECRET, ...env },
+  const child = spawn(process.execPath, ['--max-old-space-size=160', path.join(root, 'dist/main.js')], {
+    env: { PATH: process.env.PATH, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET: SECRET, ...tuning(), ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   return child;
