@@ -13,6 +13,8 @@ import { startKafkaBroker } from '../kafka/broker.mjs';
 import { freePort } from '../kafka/broker.mjs';
 
 export default async function globalSetup() {
+  // `npm run test:unit` runs only the pure *.spec.ts tier, which needs no service.
+  if (process.env.TEST_SERVICES === 'none') return;
   const started = Date.now();
   const runId = `${process.pid}`;
   let adminUrl = process.env.DATABASE_URL;
