@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { applyBatch } from '../../src/projection/apply-batch.js';
+import { createTestDatabase } from './database.js';
 
 /** Every read-model row, in a stable order: what "equal read models" compares. */
 export async function snapshotReadModels(db: DataSource, schema = 'read_model') {
@@ -22,6 +23,17 @@ export async function projectFromScratch(db: DataSource, values: readonly Buffer
     messages: values.map((value, i) => ({ offset: String(i), key: null, value })),
   });
   if (outcome.kind !== 'applied') throw new Error('from-scratch projection refused');
+}
+
+/** The read models built incrementally equal one from-scratch projection of the same events. */
+export async function expectEqualsFromScratch(db: DataSource, values: readonly Buffer[]): Promise<void> {
+  const reference = await createTestDatabase('scratch');
+  try {
+    await projectFromScratch(reference.dataSource, values);
+    expect(await snapshotReadModels(db)).toEqual(await snapshotReadModels(reference.dataSource));
+  } finally {
+    await reference.drop();
+  }
 }
 
 export async function countRows(db: DataSource, table: string): Promise<number> {

@@ -1,16 +1,8 @@
 import { linkEvent, txEvent } from './events.js';
 
-/** Small deterministic PRNG so a failing scenario can be replayed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as prng } from '../../src/generate/generate-events.js';
+
+export { prng };
 
 /**
  * A realistic mixed stream for `apps` tenants: subscriptions with renewals (new transactions and

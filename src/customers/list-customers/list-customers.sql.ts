@@ -1,15 +1,8 @@
+import type { CustomerFacts } from '../customer-info.js';
 import type { ListCustomersQuery } from './list-customers.query.js';
 
-export type CustomerRow = {
-  applicationUsername: string;
-  receiptIds: string[];
-  transactionCount: number;
-  lastPurchaseDate: Date | null;
-  expirationDate: Date | null;
-  lastRenewalDate: Date | null;
-  renewalIntent: string | null;
-  activeUntil: Date | null;
-};
+/** A customer row: its name, receipts and the kept summary facts customerInfo is derived from. */
+export type CustomerRow = CustomerFacts & { applicationUsername: string; receiptIds: string[] };
 
 const COLUMNS = `application_username AS "applicationUsername", receipt_ids AS "receiptIds",
        transaction_count AS "transactionCount", last_purchase_date AS "lastPurchaseDate",
