@@ -1,21 +1,3 @@
-import { assertNever } from '../common/assert-never.js';
-import { RejectCode } from '../events/decode-event.js';
-
-export type ConsumerAction = 'dead-letter' | 'retry';
-
-/** A message that can never be projected goes to the dead letters; the partition moves on. */
-export function actionForReject(code: RejectCode): ConsumerAction {
-  switch (code) {
-    case RejectCode.NotJson:
-    case RejectCode.UnknownType:
-    case RejectCode.SchemaViolation:
-    case RejectCode.BadIdentifier:
-      return 'dead-letter';
-    default:
-      return assertNever(code);
-  }
-}
-
 // PostgreSQL SQLSTATE classes that pass: connection (08), serialisation/deadlock (40),
 // resources (53), operator intervention such as a restart (57), system errors (58).
 const TRANSIENT_SQLSTATE = /^(08|40|53|57|58)/;

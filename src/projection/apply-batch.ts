@@ -3,6 +3,7 @@ import { decodeEvent, type RejectCode } from '../events/decode-event.js';
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { sql } from './apply-batch.sql.js';
 import { customerSummarySql } from './customer-summary.sql.js';
+import { actionForReject } from './reject-policy.js';
 import { dayCountDeltas, utcDay } from './day-counts.js';
 import { projectEvents, type RowChanges } from './project-events.js';
 
@@ -80,7 +81,7 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     for (const msg of fresh) {
       const decoded = decodeEvent(msg.value);
       if (decoded.ok) events.push(decoded.event);
-      else
+      else if (actionForReject(decoded.code) === 'dead-letter')
         deadLetters.push({
           topic: batch.topic,
           partition: batch.partition,
