@@ -10,11 +10,9 @@ export type EventSink = { send(messages: { key: string; value: Buffer }[]): Prom
 export async function openEventSink(config: AppConfig): Promise<EventSink> {
   if (config.kafka) {
     const topic = config.kafka.topic;
-    const producer = createKafka(config.kafka, '-publish').producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
+    // Not idempotent: kafkajs wants unlimited retries for that, and a CLI should fail instead of
+    // hanging. A message sent twice on a retry is harmless: the projection applies each event id once.
+    const producer = createKafka(config.kafka, '-publish').producer({ maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();
     return {
       send: async (messages) => {

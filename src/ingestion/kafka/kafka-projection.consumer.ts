@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Admin, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import { Partitioners, type Admin, type Consumer, type EachBatchPayload, type Kafka, type Producer } from 'kafkajs';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig, type KafkaSettings } from '../../config/app-config.js';
 import type { ConsumerState, ConsumerStatus } from '../../health/consumer-status.js';
@@ -72,7 +72,9 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       this.admin = this.kafka.admin();
       await this.admin.connect();
       await this.ensureTopics(this.admin);
-      this.producer = this.kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
+      // Dead letters are produced inside the batch transaction and re-sent if it rolls back: at least
+      // once, so an idempotent producer (which wants unlimited retries) buys nothing here.
+      this.producer = this.kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
       await this.producer.connect();
       const consumer = this.kafka.consumer({
         groupId: this.target.groupId ?? this.settings.groupId,
@@ -202,6 +204,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     if (deadLetters.length === 0) return;
     await this.producer!.send({
       topic: dlqTopic(this.settings.topic),
+      acks: -1,
       messages: deadLetters.map((d) => ({
         key: d.key,
         value: d.value,
