@@ -250,8 +250,9 @@ async function ingestBenchmarks(adminUrl, brokers) {
   // publish-to-visible at a steady 1,000 events/s
   const events = generateEvents({ seed: 43, events: size.visibleSeconds * 1000 });
   const sends = [];
+  let producing = true;
   const poller = (async () => {
-    while (sends.length === 0 || sends.some((s) => s.visibleAt === undefined)) {
+    while (producing || sends.some((s) => s.visibleAt === undefined)) {
       const rows = await ds.query(`SELECT partition, next_offset::bigint AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
       const at = new Map(rows.map((r) => [r.partition, Number(r.n)]));
       const now = Date.now();
@@ -272,6 +273,7 @@ async function ingestBenchmarks(adminUrl, brokers) {
     const wait = start + (tick + 1) * 10 - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
+  producing = false;
   await poller;
   const latencies = sends.map((s) => s.visibleAt - s.sentAt);
   results.visible = { rate: Math.round((sends.length * 10) / ((Date.now() - start) / 1000)), p50: pct(latencies, 50), p99: pct(latencies, 99), max: Math.max(...latencies) };
