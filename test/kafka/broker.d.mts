@@ -8,4 +8,5 @@ export type KafkaBroker = {
 };
 export function kafkaClasspath(): string;
 export function freePort(): Promise<number>;
+export function freePorts(count: number): Promise<number[]>;
 export function startKafkaBroker(options?: { dir?: string; port?: number; controllerPort?: number }): Promise<KafkaBroker>;

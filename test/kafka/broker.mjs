@@ -27,15 +27,22 @@ export function kafkaClasspath() {
   return readFileSync(cache, 'utf8').trim();
 }
 
+/** `count` distinct free ports: all are held open until every one is known. */
+export async function freePorts(count) {
+  const servers = await Promise.all(
+    Array.from({ length: count }, () => new Promise((resolve, reject) => {
+      const server = net.createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve(server));
+    })),
+  );
+  const ports = servers.map((s) => s.address().port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
 export async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
+  return (await freePorts(1))[0];
 }
 
 /**
@@ -45,8 +52,11 @@ export async function freePort() {
 export async function startKafkaBroker({ dir, port, controllerPort } = {}) {
   const classpath = kafkaClasspath();
   dir ??= path.join(root, '.tmp', `kafka-${process.pid}-${Date.now()}`);
-  port ??= await freePort();
-  controllerPort ??= await freePort();
+  if (port === undefined || controllerPort === undefined) {
+    const [a, b] = await freePorts(2);
+    port ??= a === controllerPort ? b : a;
+    controllerPort ??= b === port ? a : b;
+  }
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const logDir = path.join(dir, 'data');
