@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../kafka/broker.mjs';
+import { freePorts } from '../kafka/broker.mjs';
 import { expectEventually } from '../utils/expect-eventually.js';
 import { runCli, startService, type ServiceProcess } from '../utils/processes.js';
 
@@ -15,9 +15,9 @@ describe('the service on embedded defaults (e2e, separate process)', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'sr-svc-'));
     chmodSync(dataDir, 0o755);
-    const port = await freePort();
+    const [port, pgPort] = await freePorts(2);
     base = `http://127.0.0.1:${port}`;
-    service = startService({ PORT: String(port), DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(await freePort()), JWT_SECRET: undefined, LOG_LEVEL: 'info', NODE_ENV: 'development' });
+    service = startService({ PORT: String(port), DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, LOG_LEVEL: 'info', NODE_ENV: 'development' });
     await expectEventually(async () => expect((await fetch(`${base}/health/ready`)).status).toBe(200), 60_000, 250);
   }, 90_000);
 
