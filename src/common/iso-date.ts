@@ -27,7 +27,3 @@ function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
 
-/** Output form of every date in the API: UTC, milliseconds, trailing Z. */
-export function toIsoUtc(date: Date | null | undefined): string | undefined {
-  return date ? date.toISOString() : undefined;
-}

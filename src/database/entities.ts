@@ -1,4 +1,4 @@
-import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn, Unique } from 'typeorm';
 
 // Entities describe the tables for TypeORM (metadata, schema drift checks); the read side and the
 // projection write plain SQL against them. Timestamps are timestamptz throughout.
@@ -9,6 +9,30 @@ export class CustomerEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
   @PrimaryColumn({ name: 'application_username', type: 'text' }) applicationUsername: string;
   @Column({ name: 'first_seen_at', type: 'timestamptz' }) firstSeenAt: Date;
+  // The summary the projection keeps (customer-summary.sql.ts); customerInfo is derived from it.
+  @Column({ name: 'receipt_ids', type: 'text', array: true, default: () => "'{}'" }) receiptIds: string[];
+  @Column({ name: 'transaction_count', type: 'integer', default: 0 }) transactionCount: number;
+  @Column({ name: 'last_purchase_date', type: 'timestamptz', nullable: true }) lastPurchaseDate: Date | null;
+  @Column({ name: 'expiration_date', type: 'timestamptz', nullable: true }) expirationDate: Date | null;
+  @Column({ name: 'last_renewal_date', type: 'timestamptz', nullable: true }) lastRenewalDate: Date | null;
+  @Column({ name: 'renewal_intent', type: 'text', nullable: true }) renewalIntent: string | null;
+  @Column({ name: 'active_until', type: 'timestamptz', nullable: true }) activeUntil: Date | null;
+}
+
+/** Exact transactions per application and UTC day of occurred_at, kept by the projection. */
+@Entity({ schema: 'read_model', name: 'transaction_day_counts' })
+export class TransactionDayCountEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @PrimaryColumn({ type: 'date' }) day: string;
+  @Column({ type: 'bigint' }) n: string;
+}
+
+/** Exact customers per application and UTC day of first_seen_at, kept by the projection. */
+@Entity({ schema: 'read_model', name: 'customer_day_counts' })
+export class CustomerDayCountEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @PrimaryColumn({ type: 'date' }) day: string;
+  @Column({ type: 'bigint' }) n: string;
 }
 
 @Entity({ schema: 'read_model', name: 'receipts' })
@@ -90,7 +114,7 @@ export class EventLogHeadEntity {
 }
 
 @Entity({ schema: 'public', name: 'dead_letters' })
-@Index(['topic', 'partition', 'offset'], { unique: true })
+@Unique('dead_letters_topic_partition_offset_key', ['topic', 'partition', 'offset'])
 export class DeadLetterEntity {
   @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
   @Column({ type: 'text' }) topic: string;
@@ -104,6 +128,7 @@ export class DeadLetterEntity {
 }
 
 @Entity({ schema: 'public', name: 'read_model_generation' })
+@Check('read_model_generation_singleton_check', 'singleton')
 export class ReadModelGenerationEntity {
   @PrimaryColumn({ type: 'boolean', default: true }) singleton: boolean;
   @Column({ type: 'integer' }) generation: number;
@@ -111,6 +136,9 @@ export class ReadModelGenerationEntity {
 }
 
 @Entity({ schema: 'public', name: 'rebuilds' })
+@Check('rebuilds_kind_check', `kind IN ('rebuild', 'verify')`)
+@Check('rebuilds_status_check', `status IN ('running', 'switched', 'verified', 'aborted')`)
+@Index('rebuilds_one_running_per_schema', ['schemaName'], { unique: true, where: `status = 'running'` })
 export class RebuildEntity {
   @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
   @Column({ type: 'text' }) kind: 'rebuild' | 'verify';
@@ -124,6 +152,8 @@ export class RebuildEntity {
 }
 
 export const ENTITIES = [
+  TransactionDayCountEntity,
+  CustomerDayCountEntity,
   ReadModelGenerationEntity,
   RebuildEntity,
   CustomerEntity,

@@ -28,7 +28,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   private restartTimer?: NodeJS.Timeout;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
     private readonly projector: Projector,
     @Optional() @Inject(PROJECTION_TARGET) private readonly target: ProjectionTarget = LIVE_TARGET,
