@@ -19,7 +19,7 @@ import { startKafkaBroker, freePort } from '../test/kafka/broker.mjs';
 import { dataSourceOptions } from '../dist/database/data-source-options.js';
 import { runMigrations } from '../dist/database/migrate.js';
 import { startEmbeddedPostgres } from '../dist/database/embedded-postgres.js';
-import { customerSummarySql } from '../dist/projection/customer-summary.sql.js';
+import { refreshAllSummaries } from '../dist/projection/customer-summaries.js';
 import { generateEvents } from '../dist/generate/generate-events.js';
 import { mintToken } from '../dist/auth/mint-token.js';
 
@@ -113,15 +113,16 @@ async function loadApiDataset(ds) {
     INSERT INTO read_model.transactions
       (app_id, transaction_id, receipt_id, purchase_id, product_id, platform, sandbox, purchase_date, last_renewal_date,
        expiration_date, renewal_intent, is_acknowledged, is_trial_period, amount_usd, amount_micros, currency,
-       occurred_at, version_time, version_id)
+       occurred_at, first_event_at, version_time, version_id)
     SELECT 'big-app', 'apple:t-' || g, 'apple:r-' || c, 'apple:p-' || c, 'apple:pro_monthly', 'apple', false, ts,
            CASE WHEN g % 3 = 0 THEN ts + interval '30 days' END, ts + interval '30 days',
-           CASE WHEN g % 5 = 0 THEN 'Lapse' ELSE 'Renew' END, true, g % 7 = 0, 4.99, 4990000, 'USD', ts, ts, 'bench-' || g
+           CASE WHEN g % 5 = 0 THEN 'Lapse' ELSE 'Renew' END, true, g % 7 = 0, 4.99, 4990000, 'USD',
+           CASE WHEN g % 3 = 0 THEN ts + interval '30 days' ELSE ts END, ts, ts, 'bench-' || g
     FROM generate_series(1, ${T}) g,
          LATERAL (SELECT (g % ${C}) + 1 AS c, timestamptz '2023-11-21' + (g::float8 / ${T}) * interval '1095 days' + (abs(hashint4(g)) % 60) * interval '1 second' AS ts) x`);
   await ds.query(`INSERT INTO read_model.transaction_day_counts SELECT app_id, (occurred_at AT TIME ZONE 'UTC')::date, count(*) FROM read_model.transactions GROUP BY 1, 2`);
   await ds.query(`INSERT INTO read_model.customer_day_counts SELECT app_id, (first_seen_at AT TIME ZONE 'UTC')::date, count(*) FROM read_model.customers GROUP BY 1, 2`);
-  await ds.query(customerSummarySql('read_model').refreshAll);
+  await refreshAllSummaries(ds, 'read_model', 10_000);
   await ds.query(`VACUUM ANALYZE read_model.transactions`);
   await ds.query(`VACUUM ANALYZE read_model.customers`);
   log(`loaded in ${((Date.now() - t0) / 1000).toFixed(0)} s`);

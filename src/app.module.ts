@@ -2,6 +2,7 @@ import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { AuthModule } from './auth/auth.module.js';
+import { Clock, SystemClock } from './common/clock.js';
 import { ProblemFilter } from './common/problem.filter.js';
 import type { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
@@ -13,13 +14,14 @@ import { IngestionModule } from './ingestion/ingestion.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { TransactionsModule } from './transactions/transactions.module.js';
 
-export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports'] };
+export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports']; clock?: Clock };
 
 @Module({})
 export class AppModule {
-  static forRoot({ config, database, extraImports = [] }: AppModuleOptions): DynamicModule {
+  static forRoot({ config, database, extraImports = [], clock = new SystemClock() }: AppModuleOptions): DynamicModule {
     return {
       module: AppModule,
+      global: true,
       imports: [
         ConfigModule.forRoot(config),
         DatabaseModule.forRoot(database),
@@ -32,7 +34,8 @@ export class AppModule {
         HealthModule,
         ...extraImports,
       ],
-      providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
+      providers: [{ provide: APP_FILTER, useClass: ProblemFilter }, { provide: Clock, useValue: clock }],
+      exports: [Clock],
     };
   }
 }

@@ -9,14 +9,13 @@ export class CustomerEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
   @PrimaryColumn({ name: 'application_username', type: 'text' }) applicationUsername: string;
   @Column({ name: 'first_seen_at', type: 'timestamptz' }) firstSeenAt: Date;
-  // The summary the projection keeps (customer-summary.sql.ts); customerInfo is derived from it.
+  // The summary the projection keeps (summarizeCustomer); customerInfo is derived from it.
   @Column({ name: 'receipt_ids', type: 'text', array: true, default: () => "'{}'" }) receiptIds: string[];
   @Column({ name: 'transaction_count', type: 'integer', default: 0 }) transactionCount: number;
   @Column({ name: 'last_purchase_date', type: 'timestamptz', nullable: true }) lastPurchaseDate: Date | null;
   @Column({ name: 'expiration_date', type: 'timestamptz', nullable: true }) expirationDate: Date | null;
   @Column({ name: 'last_renewal_date', type: 'timestamptz', nullable: true }) lastRenewalDate: Date | null;
   @Column({ name: 'renewal_intent', type: 'text', nullable: true }) renewalIntent: string | null;
-  @Column({ name: 'active_until', type: 'timestamptz', nullable: true }) activeUntil: Date | null;
 }
 
 /** Exact transactions per application and UTC day of occurred_at, kept by the projection. */
@@ -41,6 +40,8 @@ export class ReceiptEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
   @PrimaryColumn({ name: 'receipt_id', type: 'text' }) receiptId: string;
   @Column({ name: 'application_username', type: 'text' }) applicationUsername: string;
+  /** From a receipt.linked (true) or from a transaction's applicationUsername (false). */
+  @Column({ type: 'boolean', default: true }) explicit: boolean;
   @Column({ name: 'version_time', type: 'timestamptz' }) versionTime: Date;
   @Column({ name: 'version_id', type: 'text' }) versionId: string;
 }
@@ -70,14 +71,18 @@ export class TransactionEntity {
   @Column({ name: 'is_trial_period', type: 'boolean', nullable: true }) isTrialPeriod: boolean | null;
   @Column({ name: 'is_intro_period', type: 'boolean', nullable: true }) isIntroPeriod: boolean | null;
   @Column({ name: 'is_expired', type: 'boolean', nullable: true }) isExpired: boolean | null;
+  @Column({ name: 'grace_period_expiration_date', type: 'timestamptz', nullable: true }) gracePeriodExpirationDate: Date | null;
+  @Column({ name: 'revocation_date', type: 'timestamptz', nullable: true }) revocationDate: Date | null;
+  @Column({ name: 'is_upgraded', type: 'boolean', nullable: true }) isUpgraded: boolean | null;
   @Column({ name: 'price_consent_status', type: 'text', nullable: true }) priceConsentStatus: string | null;
   @Column({ name: 'discount_id', type: 'text', nullable: true }) discountId: string | null;
   @Column({ type: 'integer', nullable: true }) quantity: number | null;
   @Column({ name: 'amount_usd', type: 'double precision', nullable: true }) amountUsd: number | null;
   @Column({ name: 'amount_micros', type: 'bigint', nullable: true }) amountMicros: string | null;
   @Column({ type: 'text', nullable: true }) currency: string | null;
-  /** The instant that orders transactions and drives the date filter; see docs/api.md. */
+  /** The transaction date: orders transactions and drives the date filter; see docs/api.md. */
   @Column({ name: 'occurred_at', type: 'timestamptz' }) occurredAt: Date;
+  @Column({ name: 'first_event_at', type: 'timestamptz' }) firstEventAt: Date;
   @Column({ name: 'version_time', type: 'timestamptz' }) versionTime: Date;
   @Column({ name: 'version_id', type: 'text' }) versionId: string;
 }

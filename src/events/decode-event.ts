@@ -20,7 +20,15 @@ const validators: Record<string, ValidateFunction> = Object.fromEntries(
   Object.entries(EVENT_SCHEMAS).map(([type, schema]) => [type, ajv.compile(schema)]),
 );
 
-const DATE_FIELDS = ['purchaseDate', 'lastRenewalDate', 'renewalDate', 'expirationDate', 'renewalIntentChangeDate'] as const;
+const DATE_FIELDS = [
+  'purchaseDate',
+  'lastRenewalDate',
+  'renewalDate',
+  'expirationDate',
+  'renewalIntentChangeDate',
+  'gracePeriodExpirationDate',
+  'revocationDate',
+] as const;
 
 /** Parses and validates one message value. Pure: same bytes, same answer. */
 export function decodeEvent(value: Buffer | string | null): Decoded {

@@ -30,6 +30,9 @@ export type TransactionSnapshot = {
   isTrialPeriod?: boolean;
   isIntroPeriod?: boolean;
   isExpired?: boolean;
+  gracePeriodExpirationDate?: string;
+  revocationDate?: string;
+  isUpgraded?: boolean;
   priceConsentStatus?: string;
   discountId?: string;
   quantity?: number;

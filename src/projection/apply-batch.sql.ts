@@ -1,8 +1,7 @@
 // The projection's writes, one statement per table. Each takes a JSON array of row images sorted by
 // primary key, so concurrent batches lock rows in the same order and cannot deadlock each other.
 
-const newer = (a: string, b: string) =>
-  `(${a}.version_time > ${b}.version_time OR (${a}.version_time = ${b}.version_time AND ${a}.version_id COLLATE "C" > ${b}.version_id COLLATE "C"))`;
+import { iso } from './customer-summary.sql.js';
 
 export const sql = (schema: string) => ({
   /** Creates the partition's row if new and locks it: a second consumer of the partition waits here. */
@@ -25,48 +24,65 @@ export const sql = (schema: string) => ({
     ON CONFLICT (app_id, transaction_id) DO NOTHING
     RETURNING app_id, transaction_id`,
 
-  /** Existing rows the batch touches, locked, with the time their day count is filed under. */
+  /**
+   * Existing rows the batch touches, locked, with what merging a snapshot into them needs
+   * (mergeTransaction) and the receipt and day they are filed under now.
+   */
   lockTransactions: `
-    SELECT t.app_id, t.transaction_id, t.occurred_at FROM ${schema}.transactions t
+    SELECT t.app_id, t.transaction_id, t.receipt_id, t.version_id,
+           ${iso('t.version_time')} AS version_time, ${iso('t.first_event_at')} AS first_event_at,
+           ${iso('t.occurred_at')} AS occurred_at, ${iso('t.last_renewal_date')} AS last_renewal_date,
+           ${iso('t.renewal_date')} AS renewal_date, ${iso('t.purchase_date')} AS purchase_date
+    FROM ${schema}.transactions t
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id
     ORDER BY t.app_id, t.transaction_id FOR UPDATE OF t`,
 
-  upsertTransactions: `
-    INSERT INTO ${schema}.transactions AS t
-    SELECT * FROM json_populate_recordset(NULL::${schema}.transactions, $1::json) ORDER BY app_id, transaction_id
-    ON CONFLICT (app_id, transaction_id) DO UPDATE SET
-      receipt_id = excluded.receipt_id, purchase_id = excluded.purchase_id, product_id = excluded.product_id,
-      platform = excluded.platform, sandbox = excluded.sandbox, purchase_date = excluded.purchase_date,
-      last_renewal_date = excluded.last_renewal_date, renewal_date = excluded.renewal_date,
-      expiration_date = excluded.expiration_date, renewal_intent = excluded.renewal_intent,
-      renewal_intent_change_date = excluded.renewal_intent_change_date, cancelation_reason = excluded.cancelation_reason,
-      is_pending = excluded.is_pending, is_acknowledged = excluded.is_acknowledged, is_consumed = excluded.is_consumed,
-      is_billing_retry_period = excluded.is_billing_retry_period, is_trial_period = excluded.is_trial_period,
-      is_intro_period = excluded.is_intro_period, is_expired = excluded.is_expired,
-      price_consent_status = excluded.price_consent_status, discount_id = excluded.discount_id,
-      quantity = excluded.quantity, amount_usd = excluded.amount_usd, amount_micros = excluded.amount_micros,
-      currency = excluded.currency,
-      occurred_at = LEAST(t.occurred_at, excluded.occurred_at),
-      version_time = excluded.version_time, version_id = excluded.version_id
-    WHERE ${newer('excluded', 't')}`,
-
-  /** A stale snapshot still counts towards the earliest occurred_at. */
-  lowerOccurredAt: `
-    UPDATE ${schema}.transactions t SET occurred_at = x.occurred_at
+  /** Rows whose newest snapshot changed: every column is written from the merged image. */
+  overwriteTransactions: `
+    UPDATE ${schema}.transactions t SET
+      receipt_id = x.receipt_id, purchase_id = x.purchase_id, product_id = x.product_id,
+      platform = x.platform, sandbox = x.sandbox, purchase_date = x.purchase_date,
+      last_renewal_date = x.last_renewal_date, renewal_date = x.renewal_date,
+      expiration_date = x.expiration_date, renewal_intent = x.renewal_intent,
+      renewal_intent_change_date = x.renewal_intent_change_date, cancelation_reason = x.cancelation_reason,
+      is_pending = x.is_pending, is_acknowledged = x.is_acknowledged, is_consumed = x.is_consumed,
+      is_billing_retry_period = x.is_billing_retry_period, is_trial_period = x.is_trial_period,
+      is_intro_period = x.is_intro_period, is_expired = x.is_expired,
+      grace_period_expiration_date = x.grace_period_expiration_date, revocation_date = x.revocation_date,
+      is_upgraded = x.is_upgraded, price_consent_status = x.price_consent_status, discount_id = x.discount_id,
+      quantity = x.quantity, amount_usd = x.amount_usd, amount_micros = x.amount_micros,
+      currency = x.currency, occurred_at = x.occurred_at, first_event_at = x.first_event_at,
+      version_time = x.version_time, version_id = x.version_id
     FROM json_populate_recordset(NULL::${schema}.transactions, $1::json) x
-    WHERE t.app_id = x.app_id AND t.transaction_id = x.transaction_id AND x.occurred_at < t.occurred_at`,
+    WHERE t.app_id = x.app_id AND t.transaction_id = x.transaction_id`,
 
-  upsertReceipts: `
-    INSERT INTO ${schema}.receipts AS r
+  /** A stale snapshot can still be the earliest event, which only moves the date of last resort. */
+  setTransactionDates: `
+    UPDATE ${schema}.transactions t SET first_event_at = k.first_event_at, occurred_at = k.occurred_at
+    FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS k(app_id, id, first_event_at, occurred_at)
+    WHERE t.app_id = k.app_id AND t.transaction_id = k.id`,
+
+  /** Links to receipts not stored yet; RETURNING says which this batch created. */
+  insertNewReceipts: `
+    INSERT INTO ${schema}.receipts
     SELECT * FROM json_populate_recordset(NULL::${schema}.receipts, $1::json) ORDER BY app_id, receipt_id
-    ON CONFLICT (app_id, receipt_id) DO UPDATE SET
-      application_username = excluded.application_username,
-      version_time = excluded.version_time, version_id = excluded.version_id
-    WHERE ${newer('excluded', 'r')}`,
+    ON CONFLICT (app_id, receipt_id) DO NOTHING
+    RETURNING app_id, receipt_id`,
 
-  receiptOwners: `
-    SELECT r.app_id, r.receipt_id, r.application_username FROM ${schema}.receipts r
-    JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON r.app_id = k.app_id AND r.receipt_id = k.id`,
+  /** Every stored receipt the batch touches, locked, with its owner and the link that made it so. */
+  lockReceipts: `
+    SELECT r.app_id, r.receipt_id, r.application_username, r.explicit, ${iso('r.version_time')} AS version_time, r.version_id
+    FROM ${schema}.receipts r
+    JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON r.app_id = k.app_id AND r.receipt_id = k.id
+    ORDER BY r.app_id, r.receipt_id FOR UPDATE OF r`,
+
+  /** Links that won against the stored one (linkWins). */
+  updateReceipts: `
+    UPDATE ${schema}.receipts r SET
+      application_username = x.application_username, explicit = x.explicit,
+      version_time = x.version_time, version_id = x.version_id
+    FROM json_populate_recordset(NULL::${schema}.receipts, $1::json) x
+    WHERE r.app_id = x.app_id AND r.receipt_id = x.receipt_id`,
 
   insertNewCustomers: `
     INSERT INTO ${schema}.customers (app_id, application_username, first_seen_at)

@@ -2,10 +2,10 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { decodeEvent, type RejectCode } from '../events/decode-event.js';
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { sql } from './apply-batch.sql.js';
-import { customerSummarySql } from './customer-summary.sql.js';
+import { refreshSummaries } from './customer-summaries.js';
 import { actionForReject } from './reject-policy.js';
 import { dayCountDeltas, utcDay } from './day-counts.js';
-import { projectEvents, type RowChanges } from './project-events.js';
+import { linkWins, mergeTransaction, projectEvents, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 
 export type LogMessage = { offset: string; key: string | null; value: Buffer | null };
 export type Batch = { topic: string; partition: number; messages: readonly LogMessage[] };
@@ -132,53 +132,80 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
 const key2 = (a: string, b: string) => `${a}\u0000${b}`;
 const sorted = <T>(items: T[], key: (t: T) => string) => [...items].sort((x, y) => (key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : 0));
 
+type StoredTransaction = Pick<
+  TransactionRow,
+  'app_id' | 'transaction_id' | 'receipt_id' | 'version_time' | 'version_id' | 'first_event_at' | 'occurred_at' | 'last_renewal_date' | 'renewal_date' | 'purchase_date'
+>;
+type StoredReceipt = Pick<ReceiptRow, 'app_id' | 'receipt_id' | 'application_username' | 'explicit' | 'version_time' | 'version_id'>;
+
 /**
- * Writes one batch's row changes, keeping the day counts and customer summaries exact. Lock order
- * is the same in every batch (transactions, receipts, customers, day counts), each in key order,
- * so concurrent batches wait for each other instead of deadlocking.
+ * Writes one batch's row changes, keeping the day counts and customer summaries exact. The rules
+ * (mergeTransaction, linkWins, summarizeCustomer) run here in TypeScript; SQL fetches and stores.
+ * Lock order is the same in every batch (transactions, receipts, customers, day counts), each in
+ * key order, so concurrent batches wait for each other instead of deadlocking.
  */
 async function writeChanges(m: EntityManager, schema: string, changes: RowChanges): Promise<void> {
   const q = sql(schema);
-  const summary = customerSummarySql(schema);
   const txDays: Parameters<typeof dayCountDeltas>[0] = [];
+  // Receipts whose owners' summaries can change: each written transaction's receipt, the receipt a
+  // moved transaction left, and every receipt the batch links.
+  const receiptKeys = new Map<string, { app_id: string; receipt_id: string }>();
+  const touchReceipt = (app_id: string, receipt_id: string) => receiptKeys.set(key2(app_id, receipt_id), { app_id, receipt_id });
 
   if (changes.transactions.length > 0) {
     const txs = sorted(changes.transactions, (t) => key2(t.app_id, t.transaction_id));
     const inserted = (await m.query(q.insertNewTransactions, [JSON.stringify(txs)])) as { app_id: string; transaction_id: string }[];
     const isNew = new Set(inserted.map((r) => key2(r.app_id, r.transaction_id)));
     const existing = txs.filter((t) => !isNew.has(key2(t.app_id, t.transaction_id)));
-    const before = new Map<string, string>();
+    const stored = new Map<string, StoredTransaction>();
     if (existing.length > 0) {
-      const rows = (await m.query(q.lockTransactions, [existing.map((t) => t.app_id), existing.map((t) => t.transaction_id)])) as {
-        app_id: string;
-        transaction_id: string;
-        occurred_at: Date;
-      }[];
-      for (const r of rows) before.set(key2(r.app_id, r.transaction_id), utcDay(r.occurred_at));
-      const json = JSON.stringify(existing);
-      await m.query(q.upsertTransactions, [json]);
-      await m.query(q.lowerOccurredAt, [json]);
+      const rows = (await m.query(q.lockTransactions, [existing.map((t) => t.app_id), existing.map((t) => t.transaction_id)])) as StoredTransaction[];
+      for (const r of rows) stored.set(key2(r.app_id, r.transaction_id), r);
     }
+    const overwrite: TransactionRow[] = [];
+    const redate: StoredTransaction[] = [];
     for (const t of txs) {
       const k = key2(t.app_id, t.transaction_id);
-      txDays.push({ app_id: t.app_id, key: k, day: utcDay(t.occurred_at), previousDay: isNew.has(k) ? undefined : before.get(k) });
+      touchReceipt(t.app_id, t.receipt_id);
+      const before = stored.get(k);
+      if (!before) {
+        txDays.push({ app_id: t.app_id, key: k, day: utcDay(t.occurred_at) });
+        continue;
+      }
+      // The stored row stands in for every snapshot merged into it so far.
+      const merged = mergeTransaction({ ...t, ...before } as TransactionRow, t);
+      if (merged.version_id === t.version_id && merged.version_time === t.version_time) overwrite.push(merged);
+      else if (merged.first_event_at !== before.first_event_at) redate.push({ ...before, first_event_at: merged.first_event_at, occurred_at: merged.occurred_at });
+      if (before.receipt_id !== merged.receipt_id) touchReceipt(before.app_id, before.receipt_id);
+      txDays.push({ app_id: t.app_id, key: k, day: utcDay(merged.occurred_at), previousDay: utcDay(before.occurred_at) });
+    }
+    if (overwrite.length > 0) await m.query(q.overwriteTransactions, [JSON.stringify(overwrite)]);
+    if (redate.length > 0) {
+      await m.query(q.setTransactionDates, [redate.map((r) => r.app_id), redate.map((r) => r.transaction_id), redate.map((r) => r.first_event_at), redate.map((r) => r.occurred_at)]);
     }
   }
 
-  // Whose summary can change: the owners, before and after, of every receipt the batch touches.
-  const receiptKeys = new Map<string, { app_id: string; receipt_id: string }>();
-  for (const t of changes.transactions) receiptKeys.set(key2(t.app_id, t.receipt_id), { app_id: t.app_id, receipt_id: t.receipt_id });
-  for (const r of changes.receipts) receiptKeys.set(key2(r.app_id, r.receipt_id), { app_id: r.app_id, receipt_id: r.receipt_id });
-  const touched = [...receiptKeys.values()];
-  const owners = async () =>
-    touched.length === 0
-      ? []
-      : ((await m.query(q.receiptOwners, [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)])) as { app_id: string; application_username: string }[]);
   const affected = new Map<string, { app_id: string; name: string }>();
-  for (const o of await owners()) affected.set(key2(o.app_id, o.application_username), { app_id: o.app_id, name: o.application_username });
-  if (changes.receipts.length > 0) {
-    await m.query(q.upsertReceipts, [JSON.stringify(sorted(changes.receipts, (r) => key2(r.app_id, r.receipt_id)))]);
-    for (const o of await owners()) affected.set(key2(o.app_id, o.application_username), { app_id: o.app_id, name: o.application_username });
+  const affect = (app_id: string, name: string) => affected.set(key2(app_id, name), { app_id, name });
+  const links = sorted(changes.receipts, (r) => key2(r.app_id, r.receipt_id));
+  for (const r of links) touchReceipt(r.app_id, r.receipt_id);
+  const createdReceipts = new Set<string>();
+  if (links.length > 0) {
+    const created = (await m.query(q.insertNewReceipts, [JSON.stringify(links)])) as { app_id: string; receipt_id: string }[];
+    for (const r of created) createdReceipts.add(key2(r.app_id, r.receipt_id));
+  }
+  const touched = sorted([...receiptKeys.values()], (r) => key2(r.app_id, r.receipt_id));
+  if (touched.length > 0) {
+    const rows = (await m.query(q.lockReceipts, [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)])) as StoredReceipt[];
+    const storedLinks = new Map(rows.map((r) => [key2(r.app_id, r.receipt_id), r]));
+    for (const r of rows) affect(r.app_id, r.application_username);
+    const won = links.filter((r) => {
+      const k = key2(r.app_id, r.receipt_id);
+      const before = storedLinks.get(k);
+      return !createdReceipts.has(k) && before !== undefined && linkWins(r, before);
+    });
+    for (const r of won) affect(r.app_id, r.application_username);
+    if (won.length > 0) await m.query(q.updateReceipts, [JSON.stringify(won)]);
   }
 
   const seen = sorted(changes.customers, (c) => key2(c.app_id, c.application_username));
@@ -200,7 +227,10 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
       await m.query(q.lowerFirstSeen, args);
       for (const c of seen) {
         const k = key2(c.app_id, c.application_username);
-        customerDays.push({ app_id: c.app_id, key: k, day: utcDay(c.first_seen_at), previousDay: isNew.has(k) ? undefined : before.get(k) });
+        const previousDay = isNew.has(k) ? undefined : before.get(k);
+        // first_seen_at only ever moves earlier (lowerFirstSeen)
+        const day = utcDay(c.first_seen_at);
+        customerDays.push({ app_id: c.app_id, key: k, day: previousDay !== undefined && previousDay < day ? previousDay : day, previousDay });
       }
     }
   }
@@ -213,10 +243,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     if (emptied.length > 0) await m.query(q.dropEmptyDays(table), [emptied.map((d) => d.app_id), emptied.map((d) => d.day)]);
   }
 
-  if (affected.size > 0) {
-    const list = sorted([...affected.values()], (c) => key2(c.app_id, c.name));
-    await m.query(summary.refresh, [list.map((c) => c.app_id), list.map((c) => c.name)]);
-  }
+  await refreshSummaries(m, schema, sorted([...affected.values()], (c) => key2(c.app_id, c.name)));
 }
 
 /** Offsets may skip (compaction, transaction markers) but never go back: anything else is a bug upstream. */

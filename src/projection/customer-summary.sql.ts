@@ -1,37 +1,45 @@
-// The customer summary: facts aggregated over the transactions of the receipts a customer currently
-// owns. customerInfo is derived from them at request time (activeSubscriber compares active_until
-// with now), so they only change when events change receipts or transactions.
+// Fetching and storing customer summaries: the rules themselves are summarizeCustomer
+// (src/customers/customer-summary.ts). Dates travel as normalised UTC text with microseconds,
+// the form events carry, so nothing is rounded to JavaScript's milliseconds on the way.
 
-const facts = (schema: string, key: string) => `
-  SELECT coalesce((SELECT array_agg(r.receipt_id ORDER BY r.receipt_id) FROM ${schema}.receipts r
-                   WHERE r.app_id = ${key}.app_id AND r.application_username = ${key}.application_username), '{}') AS receipt_ids,
-         a.transaction_count, a.last_purchase_date, a.active_until,
-         l.expiration_date, l.last_renewal_date, l.renewal_intent
-  FROM (SELECT count(*)::int AS transaction_count, max(t.purchase_date) AS last_purchase_date,
-               max(t.expiration_date) FILTER (WHERE t.is_expired IS NOT TRUE) AS active_until
-        FROM ${schema}.receipts rc JOIN ${schema}.transactions t ON t.app_id = rc.app_id AND t.receipt_id = rc.receipt_id
-        WHERE rc.app_id = ${key}.app_id AND rc.application_username = ${key}.application_username) a
-  LEFT JOIN LATERAL (
-        SELECT t.expiration_date, t.last_renewal_date, t.renewal_intent
-        FROM ${schema}.receipts rc JOIN ${schema}.transactions t ON t.app_id = rc.app_id AND t.receipt_id = rc.receipt_id
-        WHERE rc.app_id = ${key}.app_id AND rc.application_username = ${key}.application_username AND t.expiration_date IS NOT NULL
-        ORDER BY t.expiration_date DESC, t.transaction_id DESC LIMIT 1) l ON true`;
-
-const assign = `
-  receipt_ids = f.receipt_ids, transaction_count = f.transaction_count, last_purchase_date = f.last_purchase_date,
-  active_until = f.active_until, expiration_date = f.expiration_date, last_renewal_date = f.last_renewal_date,
-  renewal_intent = f.renewal_intent`;
+export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 export const customerSummarySql = (schema: string) => ({
-  /** Recomputes the summaries of the given customers ($1 app ids, $2 usernames, sorted by both). */
-  refresh: `
-    UPDATE ${schema}.customers c SET ${assign}
-    FROM unnest($1::text[], $2::text[]) AS k(app_id, application_username)
-    CROSS JOIN LATERAL (${facts(schema, 'k')}) f
-    WHERE c.app_id = k.app_id AND c.application_username = k.application_username`,
-  refreshAll: `
-    UPDATE ${schema}.customers c SET ${assign}
-    FROM ${schema}.customers k
-    CROSS JOIN LATERAL (${facts(schema, 'k')}) f
-    WHERE c.app_id = k.app_id AND c.application_username = k.application_username`,
+  /** Receipts each given customer owns ($1 app ids, $2 usernames). */
+  receipts: `
+    SELECT r.app_id, r.application_username, r.receipt_id FROM ${schema}.receipts r
+    JOIN unnest($1::text[], $2::text[]) AS k(app_id, name) ON r.app_id = k.app_id AND r.application_username = k.name
+    ORDER BY r.app_id, r.application_username, r.receipt_id`,
+
+  /**
+   * The transactions of those receipts. FOR SHARE waits for a concurrent batch still writing one
+   * of them, so the summary is computed from what that batch commits, never from the version before.
+   */
+  transactions: `
+    SELECT r.app_id, r.application_username, t.transaction_id,
+           ${iso('t.occurred_at')} AS transaction_date, ${iso('t.version_time')} AS snapshot_time,
+           ${iso('t.expiration_date')} AS expiration_date,
+           ${iso('t.grace_period_expiration_date')} AS grace_period_expiration_date,
+           ${iso('t.revocation_date')} AS revocation_date,
+           t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
+           ${iso('t.last_renewal_date')} AS last_renewal_date, t.renewal_intent
+    FROM ${schema}.receipts r
+    JOIN unnest($1::text[], $2::text[]) AS k(app_id, name) ON r.app_id = k.app_id AND r.application_username = k.name
+    JOIN ${schema}.transactions t ON t.app_id = r.app_id AND t.receipt_id = r.receipt_id
+    FOR SHARE OF t`,
+
+  /** Stores computed summaries; one row per customer, in key order. */
+  store: `
+    UPDATE ${schema}.customers c SET
+      receipt_ids = ARRAY(SELECT json_array_elements_text(s.receipt_ids)), transaction_count = s.transaction_count,
+      last_purchase_date = s.last_purchase_date, expiration_date = s.expiration_date,
+      last_renewal_date = s.last_renewal_date, renewal_intent = s.renewal_intent
+    FROM json_to_recordset($1::json) AS s(app_id text, application_username text, receipt_ids json, transaction_count int,
+      last_purchase_date timestamptz, expiration_date timestamptz, last_renewal_date timestamptz, renewal_intent text)
+    WHERE c.app_id = s.app_id AND c.application_username = s.application_username`,
+
+  /** A page of customer keys after ($1, $2), for re-deriving every summary in bounded chunks. */
+  keysAfter: `
+    SELECT app_id, application_username FROM ${schema}.customers
+    WHERE (app_id, application_username) > ($1, $2) ORDER BY app_id, application_username LIMIT $3`,
 });

@@ -12,14 +12,15 @@ describe('dayCountDeltas', () => {
     ]);
   });
 
-  it('moves a row whose time moved to an earlier day, and ignores later or same-day times', () => {
+  it('moves a row whose date moved to another day, earlier or later, and ignores same-day moves', () => {
     expect(dayCountDeltas([
       { app_id: 'a', key: 't1', day: '2024-01-01', previousDay: '2024-01-05' },
       { app_id: 'a', key: 't2', day: '2024-01-09', previousDay: '2024-01-05' },
       { app_id: 'a', key: 't3', day: '2024-01-05', previousDay: '2024-01-05' },
     ])).toEqual([
       { app_id: 'a', day: '2024-01-01', n: 1 },
-      { app_id: 'a', day: '2024-01-05', n: -1 },
+      { app_id: 'a', day: '2024-01-05', n: -2 },
+      { app_id: 'a', day: '2024-01-09', n: 1 },
     ]);
   });
 

@@ -5,7 +5,8 @@ export type DayDelta = { app_id: string; day: string; n: number };
 
 /**
  * Changes to the per-day counts when rows are placed on days: a new row adds one to its day; an
- * existing row whose (earliest-kept) time moves to an earlier day moves from its old day to the new.
+ * existing row whose time moves to another day (a corrected or newer snapshot re-files it) moves
+ * from its old day to the new one.
  */
 export function dayCountDeltas(rows: { app_id: string; key: string; day: string; previousDay?: string }[]): DayDelta[] {
   const deltas = new Map<string, DayDelta>();
@@ -17,7 +18,7 @@ export function dayCountDeltas(rows: { app_id: string; key: string; day: string;
   };
   for (const row of rows) {
     if (row.previousDay === undefined) add(row.app_id, row.day, 1);
-    else if (row.day < row.previousDay) {
+    else if (row.day !== row.previousDay) {
       add(row.app_id, row.previousDay, -1);
       add(row.app_id, row.day, 1);
     }

@@ -1,5 +1,5 @@
 import type { PurchaseEvent, TransactionSnapshot } from '../events/purchase-event.js';
-import { isNewer, projectEvents } from './project-events.js';
+import { isNewer, linkWins, projectEvents } from './project-events.js';
 
 // given / when / then over the pure mapping; the same rules against stored rows are covered by
 // test/projection/*.int-spec.ts.
@@ -32,9 +32,26 @@ describe('projectEvents', () => {
     expect(customers).toEqual([]);
   });
 
-  it('when a newer snapshot follows, then its fields win but occurred_at stays the earliest', () => {
-    const [row] = projectEvents([tx('e1', T1, { purchaseDate: T1, expirationDate: T2 }), tx('e2', T2, { purchaseDate: T1, expirationDate: T3 })]).transactions;
-    expect(row).toMatchObject({ expiration_date: T3, occurred_at: T1, version_id: 'e2' });
+  it('when a newer snapshot follows, then its fields win, its date included', () => {
+    const [row] = projectEvents([tx('e1', T1, { purchaseDate: T1, expirationDate: T2 }), tx('e2', T2, { purchaseDate: T1, lastRenewalDate: T2, expirationDate: T3 })]).transactions;
+    expect(row).toMatchObject({ expiration_date: T3, occurred_at: T2, first_event_at: T1, version_id: 'e2' });
+  });
+
+  it('the transaction date is lastRenewalDate, else renewalDate, else purchaseDate, else the first event time', () => {
+    const date = (data: Partial<TransactionSnapshot>, events = [tx('e1', T3, data)]) => projectEvents(events).transactions[0].occurred_at;
+    expect(date({ lastRenewalDate: T3, renewalDate: T2, purchaseDate: T1 })).toBe(T3);
+    expect(date({ renewalDate: T2, purchaseDate: T1 })).toBe(T2);
+    expect(date({ purchaseDate: T1 })).toBe(T1);
+    expect(date({})).toBe(T3);
+    // the winning snapshot has no date: the earliest event's time, whatever that event said
+    expect(date({}, [tx('e2', T3), tx('e1', T2, { purchaseDate: T1 })])).toBe(T2);
+  });
+
+  it('a corrected purchaseDate in a newer snapshot re-files the row, later or earlier', () => {
+    const later = projectEvents([tx('e1', T1, { purchaseDate: T1 }), tx('e2', T3, { purchaseDate: T2 })]).transactions[0];
+    expect(later.occurred_at).toBe(T2);
+    const earlier = projectEvents([tx('e1', T2, { purchaseDate: T3 }), tx('e2', T3, { purchaseDate: T1 })]).transactions[0];
+    expect(earlier.occurred_at).toBe(T1);
   });
 
   it('arriving out of order gives the same rows', () => {
@@ -47,8 +64,8 @@ describe('projectEvents', () => {
       customers: [...r.customers].sort((a, b) => a.application_username.localeCompare(b.application_username)),
     });
     expect(sort(backward)).toEqual(sort(forward));
-    expect(forward.transactions[0]).toMatchObject({ expiration_date: T3, occurred_at: T1 });
-    expect(forward.receipts).toEqual([{ app_id: 'app', receipt_id: 'apple:r1', application_username: 'bob', version_time: T3, version_id: 'e4' }]);
+    expect(forward.transactions[0]).toMatchObject({ expiration_date: T3, occurred_at: T1, first_event_at: T1 });
+    expect(forward.receipts).toEqual([{ app_id: 'app', receipt_id: 'apple:r1', application_username: 'bob', explicit: true, version_time: T3, version_id: 'e4' }]);
   });
 
   it('runs twice, same result', () => {
@@ -62,10 +79,32 @@ describe('projectEvents', () => {
     expect(isNewer({ version_time: T1, version_id: 'B' }, { version_time: T1, version_id: 'a' })).toBe(false); // byte order
   });
 
-  it('a transaction naming a user links its receipt like receipt.linked with the same time', () => {
+  it('a transaction naming a user links its receipt, as a link of lower rank than receipt.linked', () => {
     const { receipts, customers } = projectEvents([tx('e1', T2, { applicationUsername: 'ann' })]);
-    expect(receipts).toEqual([{ app_id: 'app', receipt_id: 'apple:r1', application_username: 'ann', version_time: T2, version_id: 'e1' }]);
+    expect(receipts).toEqual([{ app_id: 'app', receipt_id: 'apple:r1', application_username: 'ann', explicit: false, version_time: T2, version_id: 'e1' }]);
     expect(customers).toEqual([{ app_id: 'app', application_username: 'ann', first_seen_at: T2 }]);
+  });
+
+  it('restores stay: a later renewal carrying the original username does not move the receipt back', () => {
+    const events = [tx('e1', T1, { applicationUsername: 'ann' }), link('e2', T2, 'apple:r1', 'bob'), tx('e3', T3, { transactionId: 'apple:t2', applicationUsername: 'ann' })];
+    for (const order of [events, [...events].reverse()]) {
+      expect(projectEvents(order).receipts.map((r) => r.application_username)).toEqual(['bob']);
+    }
+  });
+
+  it('without receipt.linked, the earliest transaction naming a user owns the receipt', () => {
+    const events = [tx('e2', T2, { applicationUsername: 'bob' }), tx('e1', T1, { transactionId: 'apple:t2', applicationUsername: 'ann' })];
+    expect(projectEvents(events).receipts.map((r) => r.application_username)).toEqual(['ann']);
+  });
+
+  it('linkWins ranks receipt.linked over transactions, newest among links, earliest among transactions', () => {
+    const l = (explicit: boolean, time: string, id = 'x') => ({ explicit, version_time: time, version_id: id });
+    expect(linkWins(l(true, T1), l(false, T3))).toBe(true);
+    expect(linkWins(l(false, T1), l(true, T3))).toBe(false);
+    expect(linkWins(l(true, T3), l(true, T2))).toBe(true);
+    expect(linkWins(l(true, T2), l(true, T3))).toBe(false);
+    expect(linkWins(l(false, T2), l(false, T3))).toBe(true);
+    expect(linkWins(l(false, T3), l(false, T2))).toBe(false);
   });
 
   it('a receipt moving between customers: the later link wins, both customers are seen', () => {

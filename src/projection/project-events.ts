@@ -24,17 +24,31 @@ export type TransactionRow = {
   is_trial_period: boolean | null;
   is_intro_period: boolean | null;
   is_expired: boolean | null;
+  grace_period_expiration_date: string | null;
+  revocation_date: string | null;
+  is_upgraded: boolean | null;
   price_consent_status: string | null;
   discount_id: string | null;
   quantity: number | null;
   amount_usd: number | null;
   amount_micros: number | null;
   currency: string | null;
+  /** The transaction date (see transactionDate): orders rows and drives startdate/enddate. */
   occurred_at: string;
+  /** `time` of the earliest event seen for the transaction: the date of last resort. */
+  first_event_at: string;
   version_time: string;
   version_id: string;
 };
-export type ReceiptRow = { app_id: string; receipt_id: string; application_username: string; version_time: string; version_id: string };
+export type ReceiptRow = {
+  app_id: string;
+  receipt_id: string;
+  application_username: string;
+  /** true: from a receipt.linked event; false: from a transaction's applicationUsername. */
+  explicit: boolean;
+  version_time: string;
+  version_id: string;
+};
 export type CustomerRow = { app_id: string; application_username: string; first_seen_at: string };
 
 export type RowChanges = { transactions: TransactionRow[]; receipts: ReceiptRow[]; customers: CustomerRow[] };
@@ -51,10 +65,37 @@ export function isNewer(a: Versioned, b: Versioned): boolean {
 }
 
 /**
- * Maps a batch of already de-duplicated events to the row images the writer upserts. Applying the
- * result is order-independent: the table keeps the newest version per transaction and receipt link,
- * the earliest occurred_at per transaction and the earliest first_seen_at per customer; this
- * function applies the same rules inside the batch.
+ * The transaction date (docs/api.md, "Transaction date"): when this transaction was charged, read
+ * from the winning snapshot: lastRenewalDate, else renewalDate, else purchaseDate, else the time of
+ * the first event seen for the transaction.
+ */
+export function transactionDate(snapshot: Pick<TransactionRow, 'last_renewal_date' | 'renewal_date' | 'purchase_date'>, firstEventAt: string): string {
+  return snapshot.last_renewal_date ?? snapshot.renewal_date ?? snapshot.purchase_date ?? firstEventAt;
+}
+
+/** What the stored row must become once `incoming` is known too; arrival order does not matter. */
+export function mergeTransaction(known: TransactionRow, incoming: TransactionRow): TransactionRow {
+  const winner = isNewer(incoming, known) ? incoming : known;
+  const first_event_at = incoming.first_event_at < known.first_event_at ? incoming.first_event_at : known.first_event_at;
+  return { ...winner, first_event_at, occurred_at: transactionDate(winner, first_event_at) };
+}
+
+type Link = Pick<ReceiptRow, 'explicit' | 'version_time' | 'version_id'>;
+
+/**
+ * Receipt ownership (docs/api.md, "Receipt ownership"): any receipt.linked beats a link taken from
+ * a transaction's applicationUsername; among receipt.linked the newest wins, among the others the
+ * earliest, so a renewal that still carries the original username cannot undo a restore.
+ */
+export function linkWins(candidate: Link, stored: Link): boolean {
+  if (candidate.explicit !== stored.explicit) return candidate.explicit;
+  return candidate.explicit ? isNewer(candidate, stored) : isNewer(stored, candidate);
+}
+
+/**
+ * Maps a batch of already de-duplicated events to the row images the writer stores, applying within
+ * the batch the same rules the writer applies against stored rows (mergeTransaction, linkWins, the
+ * earliest first_seen_at per customer), so any split of the events into batches gives one result.
  */
 export function projectEvents(events: readonly PurchaseEvent[]): RowChanges {
   const transactions = new Map<string, TransactionRow>();
@@ -66,11 +107,11 @@ export function projectEvents(events: readonly PurchaseEvent[]): RowChanges {
     const known = customers.get(key);
     if (!known || time < known.first_seen_at) customers.set(key, { app_id: appId, application_username: username, first_seen_at: time });
   };
-  const link = (appId: string, receiptId: string, username: string, version: Versioned) => {
+  const link = (appId: string, receiptId: string, username: string, explicit: boolean, version: Versioned) => {
     const key = `${appId}\u0000${receiptId}`;
-    const row: ReceiptRow = { app_id: appId, receipt_id: receiptId, application_username: username, ...version };
+    const row: ReceiptRow = { app_id: appId, receipt_id: receiptId, application_username: username, explicit, ...version };
     const known = receipts.get(key);
-    if (!known || isNewer(row, known)) receipts.set(key, row);
+    if (!known || linkWins(row, known)) receipts.set(key, row);
     seeCustomer(appId, username, version.version_time);
   };
 
@@ -81,18 +122,12 @@ export function projectEvents(events: readonly PurchaseEvent[]): RowChanges {
         const row = transactionRow(event.appId, event.data, version);
         const key = `${event.appId}\u0000${row.transaction_id}`;
         const known = transactions.get(key);
-        if (!known) {
-          transactions.set(key, row);
-        } else {
-          const winner = isNewer(row, known) ? row : known;
-          const occurred_at = row.occurred_at < known.occurred_at ? row.occurred_at : known.occurred_at;
-          transactions.set(key, { ...winner, occurred_at });
-        }
-        if (event.data.applicationUsername) link(event.appId, event.data.receiptId, event.data.applicationUsername, version);
+        transactions.set(key, known ? mergeTransaction(known, row) : row);
+        if (event.data.applicationUsername) link(event.appId, event.data.receiptId, event.data.applicationUsername, false, version);
         break;
       }
       case 'receipt.linked':
-        link(event.appId, event.data.receiptId, event.data.applicationUsername, version);
+        link(event.appId, event.data.receiptId, event.data.applicationUsername, true, version);
         break;
       default:
         assertNever(event);
@@ -101,14 +136,9 @@ export function projectEvents(events: readonly PurchaseEvent[]): RowChanges {
   return { transactions: [...transactions.values()], receipts: [...receipts.values()], customers: [...customers.values()] };
 }
 
-/**
- * occurred_at orders transactions and drives the date filter: the purchaseDate, which the stores
- * keep fixed for the life of a purchase, so later renewals never move a row. Deleted transactions
- * may arrive without one; they fall back to the time the event was observed. The earliest value
- * ever seen is kept.
- */
+/** One snapshot as a row image; on its own it is its transaction's first event. */
 export function transactionRow(appId: string, d: TransactionSnapshot, version: Versioned): TransactionRow {
-  return {
+  const row: Omit<TransactionRow, 'occurred_at'> = {
     app_id: appId,
     transaction_id: d.transactionId,
     receipt_id: d.receiptId,
@@ -130,13 +160,17 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
     is_trial_period: d.isTrialPeriod ?? null,
     is_intro_period: d.isIntroPeriod ?? null,
     is_expired: d.isExpired ?? null,
+    grace_period_expiration_date: d.gracePeriodExpirationDate ?? null,
+    revocation_date: d.revocationDate ?? null,
+    is_upgraded: d.isUpgraded ?? null,
     price_consent_status: d.priceConsentStatus ?? null,
     discount_id: d.discountId ?? null,
     quantity: d.quantity ?? null,
     amount_usd: d.amountUSD ?? null,
     amount_micros: d.amountMicros ?? null,
     currency: d.currency ?? null,
-    occurred_at: d.purchaseDate ?? version.version_time,
+    first_event_at: version.version_time,
     ...version,
   };
+  return { ...row, occurred_at: transactionDate(row, version.version_time) };
 }

@@ -30,6 +30,9 @@ export const transactionSchema = {
     isTrialPeriod: bool,
     isIntroPeriod: bool,
     isExpired: bool,
+    gracePeriodExpirationDate: { ...dateTime, description: 'While in billing retry: access continues until then' },
+    revocationDate: { ...dateTime, description: 'When the store refunded or revoked the transaction' },
+    isUpgraded: { type: 'boolean', description: 'Replaced by another subscription (upgrade, downgrade or plan change)' },
     priceConsentStatus: str,
     discountId: str,
     quantity: { type: 'integer' },
@@ -68,6 +71,9 @@ export type TransactionView = {
   isTrialPeriod?: boolean;
   isIntroPeriod?: boolean;
   isExpired?: boolean;
+  gracePeriodExpirationDate?: Date;
+  revocationDate?: Date;
+  isUpgraded?: boolean;
   priceConsentStatus?: string;
   discountId?: string;
   quantity?: number;

@@ -56,13 +56,15 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
     expect(row.expiration_date.toISOString()).toBe('2024-02-01T00:00:00.000Z');
   });
 
-  it('given a newer snapshot stored, when an older one arrives, then only occurred_at may move earlier', async () => {
+  it('given a newer snapshot stored, when an older one arrives, then only the first-event date of last resort may move', async () => {
     await applyBatch(a.dataSource, batch(toBuffers([txEvent({ time: '2024-03-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-04-01T00:00:00Z' } })])));
     await applyBatch(a.dataSource, batch(toBuffers([txEvent({ time: '2024-02-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-03-01T00:00:00Z', purchaseDate: '2024-01-15T00:00:00Z' } })]), 1));
     const [row] = await a.dataSource.query(`SELECT expiration_date, purchase_date, occurred_at FROM read_model.transactions`);
     expect(row.expiration_date.toISOString()).toBe('2024-04-01T00:00:00.000Z');
     expect(row.purchase_date).toBeNull();
-    expect(row.occurred_at.toISOString()).toBe('2024-01-15T00:00:00.000Z');
+    // the winning snapshot carries no date: the row is filed at the earliest event's time
+    expect(row.occurred_at.toISOString()).toBe('2024-02-01T00:00:00.000Z');
+    expect(await a.dataSource.query(`SELECT day::text, n::int FROM read_model.transaction_day_counts`)).toEqual([{ day: '2024-02-01', n: 1 }]);
   });
 
   it('a receipt moving between customers: the later link wins whatever the order; both customers stay', async () => {

@@ -48,7 +48,8 @@ describe('GET /v2/customers (e2e, real PostgreSQL)', () => {
       applicationUsername: 'alice',
       receiptIds: ['apple:ra'],
       customerInfo: {
-        lastPurchaseDate: '2024-01-01T00:00:00.000Z',
+        // the renewal charged on 02-01 is the latest transaction date
+        lastPurchaseDate: '2024-02-01T00:00:00.000Z',
         expirationDate: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
         lastRenewalDate: '2024-02-01T00:00:00.000Z',
         renewalIntent: 'Lapse',

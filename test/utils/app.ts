@@ -1,6 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { ModuleMetadata } from '@nestjs/common';
 import { mintToken } from '../../src/auth/mint-token.js';
+import type { Clock } from '../../src/common/clock.js';
 import { createPino } from '../../src/common/logger.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { createHttpApp } from '../../src/http-app.js';
@@ -17,7 +18,7 @@ export type TestApp = {
 };
 
 /** The real HTTP application on an ephemeral port, against the given database. */
-export async function startTestApp(o: { databaseUrl: string; env?: Record<string, string>; extraImports?: ModuleMetadata['imports'] }): Promise<TestApp> {
+export async function startTestApp(o: { databaseUrl: string; env?: Record<string, string>; extraImports?: ModuleMetadata['imports']; clock?: Clock }): Promise<TestApp> {
   const config = loadConfig({
     NODE_ENV: 'test',
     DATABASE_URL: o.databaseUrl,
@@ -34,6 +35,7 @@ export async function startTestApp(o: { databaseUrl: string; env?: Record<string
     database: { url: o.databaseUrl, mode: 'external', stop: async () => undefined },
     pino: createPino(process.env.TEST_LOG_LEVEL ?? 'silent'),
     extraImports: o.extraImports,
+    clock: o.clock,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.getHttpServer().address() as { port: number };

@@ -1,6 +1,7 @@
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { Clock } from '../../common/clock.js';
 import { dayStart } from '../../common/day-index.js';
 import { preparedQuery } from '../../database/prepared.js';
 import type { Page } from '../../common/paging.js';
@@ -11,23 +12,25 @@ import { customerPageSql, customerPageStartSql, customersByNameSql, type Custome
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly clock: Clock,
+  ) {}
 
   async execute(query: ListCustomersQuery): Promise<Page<CustomerSummary>> {
     if (query.usernames) {
       const { sql, params } = customersByNameSql(query);
       const rows = await preparedQuery<CustomerRow>(this.db, 'customers-by-name', sql, params);
-      return { rows: toSummaries(rows), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
+      return { rows: toSummaries(rows, this.clock.now()), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
     }
     const [start] = await preparedQuery<PageStartRow>(this.db, 'customers-page-start', customerPageStartSql, [query.appId, query.skip]);
     const paging = { skip: query.skip, limit: query.limit, total: Number(start.total ?? 0) };
     if (start.day === null || query.limit === 0) return { rows: [], paging };
     const { sql, params } = customerPageSql(query, dayStart(start.day), query.skip - Number(start.before));
-    return { rows: toSummaries(await preparedQuery<CustomerRow>(this.db, 'customers-page', sql, params)), paging };
+    return { rows: toSummaries(await preparedQuery<CustomerRow>(this.db, 'customers-page', sql, params), this.clock.now()), paging };
   }
 }
 
-function toSummaries(rows: CustomerRow[]): CustomerSummary[] {
-  const now = new Date();
+function toSummaries(rows: CustomerRow[], now: Date): CustomerSummary[] {
   return rows.map((row) => ({ applicationUsername: row.applicationUsername, customerInfo: customerInfo(row, now), receiptIds: row.receiptIds }));
 }

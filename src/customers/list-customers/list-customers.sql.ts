@@ -1,13 +1,13 @@
-import type { CustomerFacts } from '../customer-info.js';
+import type { StoredCustomerFacts } from '../customer-info.js';
 import type { ListCustomersQuery } from './list-customers.query.js';
 
 /** A customer row: its name, receipts and the kept summary facts customerInfo is derived from. */
-export type CustomerRow = CustomerFacts & { applicationUsername: string; receiptIds: string[] };
+export type CustomerRow = StoredCustomerFacts & { applicationUsername: string; receiptIds: string[] };
 
 const COLUMNS = `application_username AS "applicationUsername", receipt_ids AS "receiptIds",
        transaction_count AS "transactionCount", last_purchase_date AS "lastPurchaseDate",
        expiration_date AS "expirationDate", last_renewal_date AS "lastRenewalDate",
-       renewal_intent AS "renewalIntent", active_until AS "activeUntil"`;
+       renewal_intent AS "renewalIntent"`;
 
 export type PageStartRow = { total: string | null; day: string | null; before: string | null };
 

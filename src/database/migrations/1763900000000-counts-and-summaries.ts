@@ -1,5 +1,21 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { customerSummarySql } from '../../projection/customer-summary.sql.js';
+
+// The summary rules as they stood when this migration was written; migration 1764000000000
+// re-derives every summary with the current rules (summarizeCustomer).
+const facts = (schema: string, key: string) => `
+  SELECT coalesce((SELECT array_agg(r.receipt_id ORDER BY r.receipt_id) FROM ${schema}.receipts r
+                   WHERE r.app_id = ${key}.app_id AND r.application_username = ${key}.application_username), '{}') AS receipt_ids,
+         a.transaction_count, a.last_purchase_date, a.active_until,
+         l.expiration_date, l.last_renewal_date, l.renewal_intent
+  FROM (SELECT count(*)::int AS transaction_count, max(t.purchase_date) AS last_purchase_date,
+               max(t.expiration_date) FILTER (WHERE t.is_expired IS NOT TRUE) AS active_until
+        FROM ${schema}.receipts rc JOIN ${schema}.transactions t ON t.app_id = rc.app_id AND t.receipt_id = rc.receipt_id
+        WHERE rc.app_id = ${key}.app_id AND rc.application_username = ${key}.application_username) a
+  LEFT JOIN LATERAL (
+        SELECT t.expiration_date, t.last_renewal_date, t.renewal_intent
+        FROM ${schema}.receipts rc JOIN ${schema}.transactions t ON t.app_id = rc.app_id AND t.receipt_id = rc.receipt_id
+        WHERE rc.app_id = ${key}.app_id AND rc.application_username = ${key}.application_username AND t.expiration_date IS NOT NULL
+        ORDER BY t.expiration_date DESC, t.transaction_id DESC LIMIT 1) l ON true`;
 
 /**
  * Exact row counts per application and UTC day (for paging totals and to jump to deep skips) and
@@ -34,7 +50,13 @@ export class CountsAndSummaries1763900000000 implements MigrationInterface {
     await q.query(`
       INSERT INTO read_model.customer_day_counts
       SELECT app_id, (first_seen_at AT TIME ZONE 'UTC')::date, count(*) FROM read_model.customers GROUP BY 1, 2`);
-    await q.query(customerSummarySql('read_model').refreshAll);
+    await q.query(`
+      UPDATE read_model.customers c SET
+        receipt_ids = f.receipt_ids, transaction_count = f.transaction_count, last_purchase_date = f.last_purchase_date,
+        active_until = f.active_until, expiration_date = f.expiration_date, last_renewal_date = f.last_renewal_date,
+        renewal_intent = f.renewal_intent
+      FROM read_model.customers k CROSS JOIN LATERAL (${facts('read_model', 'k')}) f
+      WHERE c.app_id = k.app_id AND c.application_username = k.application_username`);
   }
 
   async down(q: QueryRunner): Promise<void> {

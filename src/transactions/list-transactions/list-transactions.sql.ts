@@ -22,6 +22,9 @@ export type TransactionRow = {
   isTrialPeriod: boolean | null;
   isIntroPeriod: boolean | null;
   isExpired: boolean | null;
+  gracePeriodExpirationDate: Date | null;
+  revocationDate: Date | null;
+  isUpgraded: boolean | null;
   priceConsentStatus: string | null;
   discountId: string | null;
   quantity: number | null;
@@ -82,6 +85,8 @@ export function transactionPageSql(q: ListTransactionsQuery, from: Date, offset:
            is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
            is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
            is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
+           grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
+           is_upgraded AS "isUpgraded",
            price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
            amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency
     FROM (SELECT occurred_at AS k_at, transaction_id AS k_id FROM read_model.transactions

@@ -1,0 +1,100 @@
+// The rules that decide who is paying, until when (docs/api.md, "Access end" and "customerInfo"),
+// in the order the docs list them. The projection fetches a customer's transactions, calls
+// summarizeCustomer and stores the result; only activeSubscriber is left to request time.
+// Every date is a normalised UTC string (event-time.ts), so string order is time order.
+
+/** What the rules read of one transaction of a receipt the customer owns. */
+export type LifecycleTransaction = {
+  transactionId: string;
+  /** The transaction date: when it was charged (transactionDate in the projection). */
+  transactionDate: string;
+  /** `time` of the winning snapshot: when the store last said this. */
+  snapshotTime: string;
+  expirationDate: string | null;
+  gracePeriodExpirationDate: string | null;
+  revocationDate: string | null;
+  isPending: boolean | null;
+  isUpgraded: boolean | null;
+  isExpired: boolean | null;
+  isBillingRetryPeriod: boolean | null;
+  cancelationReason: string | null;
+  lastRenewalDate: string | null;
+  renewalIntent: string | null;
+};
+
+/** The stored summary: everything customerInfo needs except the clock. */
+export type CustomerFacts = {
+  transactionCount: number;
+  lastPurchaseDate: string | null;
+  /** Access end of the current subscription; activeSubscriber is `expirationDate > now`. */
+  expirationDate: string | null;
+  lastRenewalDate: string | null;
+  renewalIntent: string | null;
+};
+
+const earlier = (a: string, b: string | null) => (b !== null && b < a ? b : a);
+
+export function isReplaced(t: LifecycleTransaction): boolean {
+  return t.isUpgraded === true || t.cancelationReason === 'System.Replaced';
+}
+
+/**
+ * Until when a transaction grants access; null when it never does. The first rule that applies wins.
+ */
+export function accessEnd(t: LifecycleTransaction): string | null {
+  // 1. pending grants nothing
+  if (t.isPending === true) return null;
+  // 5 (second half). No expiration: consumables and non-consumables never make a subscriber.
+  if (t.expirationDate === null) return null;
+  // 2. replaced: its own access end is its expiration, or its revocation if earlier
+  if (isReplaced(t)) return earlier(t.expirationDate, t.revocationDate);
+  // 3. revoked; or expired early by the store without a revocation date: at the snapshot saying so
+  if (t.revocationDate !== null) return earlier(t.expirationDate, t.revocationDate);
+  if (t.isExpired === true) return earlier(t.expirationDate, t.snapshotTime);
+  // 4. billing retry with a grace period beyond the expiration
+  if (t.isBillingRetryPeriod === true && t.gracePeriodExpirationDate !== null && t.gracePeriodExpirationDate > t.expirationDate) {
+    return t.gracePeriodExpirationDate;
+  }
+  // 5. otherwise the expiration date
+  return t.expirationDate;
+}
+
+const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/**
+ * The current subscription: among non-pending subscription transactions, the non-replaced one with
+ * the latest access end (ties: later transaction date, then greater transactionId); when every one
+ * is replaced, the latest replaced one.
+ */
+export function currentSubscription(transactions: readonly LifecycleTransaction[]): { transaction: LifecycleTransaction; accessEnd: string } | undefined {
+  const candidates = transactions.flatMap((t) => {
+    const end = accessEnd(t);
+    return end === null ? [] : [{ transaction: t, accessEnd: end }];
+  });
+  const live = candidates.filter((c) => !isReplaced(c.transaction));
+  const pool = live.length > 0 ? live : candidates;
+  let best: (typeof pool)[number] | undefined;
+  for (const c of pool) {
+    if (!best) best = c;
+    else if (c.accessEnd !== best.accessEnd) best = c.accessEnd > best.accessEnd ? c : best;
+    else if (c.transaction.transactionDate !== best.transaction.transactionDate) best = c.transaction.transactionDate > best.transaction.transactionDate ? c : best;
+    else if (byteOrder(c.transaction.transactionId, best.transaction.transactionId) > 0) best = c;
+  }
+  return best;
+}
+
+/** customerInfo's stored part, over the transactions of the receipts the customer owns now. */
+export function summarizeCustomer(transactions: readonly LifecycleTransaction[]): CustomerFacts {
+  const current = currentSubscription(transactions);
+  let lastPurchaseDate: string | null = null;
+  for (const t of transactions) {
+    if (t.isPending !== true && (lastPurchaseDate === null || t.transactionDate > lastPurchaseDate)) lastPurchaseDate = t.transactionDate;
+  }
+  return {
+    transactionCount: transactions.length,
+    lastPurchaseDate,
+    expirationDate: current?.accessEnd ?? null,
+    lastRenewalDate: current?.transaction.lastRenewalDate ?? null,
+    renewalIntent: current?.transaction.renewalIntent ?? null,
+  };
+}

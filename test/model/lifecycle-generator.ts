@@ -1,0 +1,230 @@
+import fc from 'fast-check';
+import type { RawEvent } from './reference-model.js';
+
+// Store lifecycles as fast-check values (so a failure shrinks to a short history), expanded into
+// the snapshots a store pipeline would publish: purchases, renewals, trials, refunds, upgrades,
+// grace and billing retry, pending then completed, restores to another account, transactions
+// moving between receipts, corrected dates, stale snapshots, sandbox, consumables, several apps.
+
+const DAY = 86_400_000;
+export const HISTORY_START = Date.UTC(2026, 0, 1);
+
+export type Step =
+  | 'renew'
+  | 'refund'
+  | 'lapse'
+  | 'billing-retry'
+  | 'billing-retry-no-grace'
+  | 'recovered'
+  | 'expire-early'
+  | 'upgrade'
+  | 'replaced-by-reason'
+  | 'restore'
+  | 'move-transaction'
+  | 'correct-date'
+  | 'stale-snapshot'
+  | 'renewal-with-original-user';
+
+export type PurchaseSpec = {
+  platform: 'apple' | 'google';
+  product: 'monthly' | 'yearly' | 'coins' | 'lifetime';
+  startDay: number;
+  link: 'implicit' | 'explicit' | 'none';
+  trial: boolean;
+  pending: 'no' | 'completed' | 'stays';
+  sandbox: boolean;
+  steps: Step[];
+};
+export type CustomerSpec = { user: number; app: number; purchases: PurchaseSpec[] };
+export type HistorySpec = { customers: CustomerSpec[]; redeliver: number[] };
+
+const step = fc.constantFrom<Step>(
+  'renew', 'renew', 'renew', 'refund', 'lapse', 'billing-retry', 'billing-retry-no-grace', 'recovered', 'expire-early',
+  'upgrade', 'replaced-by-reason', 'restore', 'move-transaction', 'correct-date', 'stale-snapshot', 'renewal-with-original-user',
+);
+
+const purchase: fc.Arbitrary<PurchaseSpec> = fc.record({
+  platform: fc.constantFrom('apple', 'google'),
+  product: fc.constantFrom('monthly', 'monthly', 'yearly', 'coins', 'lifetime'),
+  startDay: fc.integer({ min: 0, max: 400 }),
+  link: fc.constantFrom('implicit', 'implicit', 'explicit', 'none'),
+  trial: fc.boolean(),
+  pending: fc.constantFrom('no', 'no', 'no', 'completed', 'stays'),
+  sandbox: fc.boolean(),
+  steps: fc.array(step, { maxLength: 7 }),
+});
+
+export const historyArbitrary: fc.Arbitrary<HistorySpec> = fc.record({
+  // few users and two apps, so restores and moves land on customers that exist
+  customers: fc.array(fc.record({ user: fc.integer({ min: 0, max: 4 }), app: fc.integer({ min: 0, max: 1 }), purchases: fc.array(purchase, { minLength: 1, maxLength: 3 }) }), {
+    minLength: 1,
+    maxLength: 5,
+  }),
+  // indexes (mod the event count) of events delivered twice
+  redeliver: fc.array(fc.nat(), { maxLength: 6 }),
+});
+
+const iso = (t: number) => new Date(t).toISOString();
+
+/** The events of one history, in the order they happened (arrival order is decided separately). */
+export function expandHistory(spec: HistorySpec, tag: string): RawEvent[] {
+  const events: RawEvent[] = [];
+  let n = 0;
+  const appOf = (i: number) => `${tag}-app${i}`;
+  const userOf = (i: number) => `u${String(i).padStart(2, '0')}`;
+  const emit = (app: string, type: RawEvent['type'], time: number, data: Record<string, unknown>) => {
+    events.push({ specversion: '1.0', source: 'model', id: `${tag}-e${String(++n).padStart(4, '0')}`, type, time: iso(time), appid: app, data } as RawEvent);
+  };
+  // every first receipt per app, known up front, so a transaction can move to any other one
+  const receiptsByApp = new Map<string, string[]>();
+  spec.customers.forEach((c, ci) =>
+    c.purchases.forEach((p, pi) => receiptsByApp.set(appOf(c.app), [...(receiptsByApp.get(appOf(c.app)) ?? []), `${p.platform}:r${ci}x${pi}`])),
+  );
+
+  spec.customers.forEach((customer, ci) => {
+    const app = appOf(customer.app);
+    const user = userOf(customer.user);
+    customer.purchases.forEach((p, pi) => {
+      const local = `${ci}x${pi}`;
+      let receiptId = `${p.platform}:r${local}`;
+      const purchaseId = `${p.platform}:p${local}`;
+      const period = p.product === 'yearly' ? 365 * DAY : 30 * DAY;
+      const subscription = p.product === 'monthly' || p.product === 'yearly';
+      const start = HISTORY_START + p.startDay * DAY + ci * 60_000 + pi * 1000;
+      let txCount = 0;
+      const base = (purchaseDate: number) => ({
+        purchaseId,
+        productId: `${p.platform}:${p.product}`,
+        platform: p.platform,
+        receiptId,
+        purchaseDate: iso(purchaseDate),
+        ...(p.sandbox ? { sandbox: true } : {}),
+        currency: 'USD',
+        amountMicros: p.product === 'yearly' ? 49_990_000 : 4_990_000,
+      });
+
+      if (p.link === 'explicit') emit(app, 'receipt.linked', start - 500, { receiptId, applicationUsername: user });
+      const linkData = p.link === 'implicit' ? { applicationUsername: user } : {};
+
+      if (!subscription) {
+        const transactionId = `${p.platform}:t${local}n0`;
+        const data = { ...base(start), transactionId, quantity: p.product === 'coins' ? 3 : 1, isConsumed: p.product === 'coins', ...linkData };
+        emit(app, 'transaction.updated', start + 1000, p.pending === 'no' ? data : { ...data, isPending: true });
+        if (p.pending === 'completed') emit(app, 'transaction.updated', start + 2 * DAY, data);
+        for (const s of p.steps) {
+          if (s === 'refund') emit(app, 'transaction.updated', start + 3 * DAY, { ...data, revocationDate: iso(start + 3 * DAY), cancelationReason: 'Customer' });
+          if (s === 'stale-snapshot') emit(app, 'transaction.updated', start + 500, { ...data, quantity: 99 });
+        }
+        return;
+      }
+
+      // current transaction state, re-emitted as a whole snapshot on every change
+      let tx: Record<string, unknown> = {
+        ...base(start),
+        transactionId: `${p.platform}:t${local}n${txCount++}`,
+        expirationDate: iso(start + (p.trial ? 7 * DAY : period)),
+        renewalIntent: 'Renew',
+        ...(p.trial ? { isTrialPeriod: true } : {}),
+        ...linkData,
+      };
+      let clock = start + 1000;
+      const snapshot = (change: Record<string, unknown>, at: number) => {
+        tx = { ...tx, ...change };
+        for (const [k, v] of Object.entries(tx)) if (v === undefined) delete tx[k];
+        clock = Math.max(clock + 1000, at);
+        emit(app, 'transaction.updated', clock, tx);
+      };
+      if (p.pending !== 'no') {
+        snapshot({ isPending: true }, start + 1000);
+        if (p.pending === 'stays') return;
+        snapshot({ isPending: undefined }, start + DAY);
+      } else {
+        snapshot({}, start + 1000);
+      }
+
+      for (const s of p.steps) {
+        const expiration = Date.parse(tx.expirationDate as string);
+        switch (s) {
+          case 'renew': {
+            // a new transaction: the original purchaseDate, its own lastRenewalDate
+            const next = expiration + period;
+            tx = { ...tx, transactionId: `${p.platform}:t${local}n${txCount++}`, lastRenewalDate: iso(expiration), expirationDate: iso(next), isTrialPeriod: undefined, isBillingRetryPeriod: undefined, gracePeriodExpirationDate: undefined };
+            if (p.link === 'implicit') delete tx.applicationUsername;
+            snapshot({}, expiration + 60_000);
+            break;
+          }
+          case 'renewal-with-original-user':
+            tx = { ...tx, transactionId: `${p.platform}:t${local}n${txCount++}`, lastRenewalDate: iso(expiration), expirationDate: iso(expiration + period), applicationUsername: user };
+            snapshot({}, expiration + 60_000);
+            break;
+          case 'refund':
+            // Apple keeps expiresDate on a refunded transaction and adds the revocation
+            snapshot({ revocationDate: iso(expiration - period / 2), cancelationReason: 'Customer', isExpired: true, renewalIntent: 'Lapse' }, expiration - period / 2);
+            break;
+          case 'lapse':
+            snapshot({ renewalIntent: 'Lapse', renewalIntentChangeDate: iso(expiration - 3 * DAY) }, expiration - 3 * DAY);
+            break;
+          case 'billing-retry':
+            snapshot({ isBillingRetryPeriod: true, gracePeriodExpirationDate: iso(expiration + 16 * DAY) }, expiration + 60_000);
+            break;
+          case 'billing-retry-no-grace':
+            snapshot({ isBillingRetryPeriod: true }, expiration + 60_000);
+            break;
+          case 'recovered':
+            snapshot({ isBillingRetryPeriod: undefined, gracePeriodExpirationDate: undefined, expirationDate: iso(expiration + period) }, expiration + 2 * DAY);
+            break;
+          case 'expire-early':
+            snapshot({ isExpired: true }, expiration - 5 * DAY);
+            break;
+          case 'upgrade':
+          case 'replaced-by-reason': {
+            // the old one is replaced; a new product starts now (Google: on a new purchase token)
+            const at = expiration - 10 * DAY;
+            snapshot(s === 'upgrade' ? { isUpgraded: true } : { cancelationReason: 'System.Replaced' }, at);
+            if (p.platform === 'google') {
+              receiptId = `${p.platform}:r${local}u${txCount}`;
+              receiptsByApp.set(app, [...(receiptsByApp.get(app) ?? []), receiptId]);
+            }
+            tx = {
+              ...base(at),
+              receiptId,
+              transactionId: `${p.platform}:t${local}n${txCount++}`,
+              productId: `${p.platform}:${p.product === 'yearly' ? 'monthly' : 'yearly'}`,
+              expirationDate: iso(at + (p.product === 'yearly' ? 30 * DAY : 365 * DAY)),
+              renewalIntent: 'Renew',
+              ...(p.platform === 'google' && p.link !== 'none' ? { applicationUsername: user } : {}),
+            };
+            snapshot({}, at + 1000);
+            break;
+          }
+          case 'restore': {
+            // restored on another account of the same app
+            const other = userOf((customer.user + 1) % 5);
+            clock += 1000;
+            emit(app, 'receipt.linked', clock, { receiptId, applicationUsername: other });
+            break;
+          }
+          case 'move-transaction': {
+            const others = receiptsByApp.get(app)!.filter((r) => r.startsWith(`${p.platform}:`) && r !== receiptId);
+            // the store now reports it under another receipt, without the original username
+            if (others.length > 0) snapshot({ receiptId: others[0], applicationUsername: undefined }, clock + 1000);
+            break;
+          }
+          case 'correct-date':
+            snapshot({ purchaseDate: iso(Date.parse(tx.purchaseDate as string) - 2 * DAY) }, clock + 1000);
+            break;
+          case 'stale-snapshot':
+            // published late with an old time: loses to everything newer
+            emit(app, 'transaction.updated', start + 500, { ...tx, expirationDate: iso(expiration + 900 * DAY), renewalIntent: 'Renew', isExpired: undefined });
+            break;
+        }
+      }
+    });
+  });
+
+  for (const i of spec.redeliver) if (events.length > 0) events.push(events[i % events.length]);
+  return events;
+}
+
+/** Instants to ask "who is active" at: the history's span, before and after. */
+export const NOW_INSTANTS = [-1, 20, 100, 250, 500, 900, 2000].map((d) => new Date(HISTORY_START + d * DAY));

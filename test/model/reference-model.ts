@@ -1,0 +1,196 @@
+// The reference model: the rules of docs/api.md ("Transaction date", "Access end", "customerInfo",
+// "Receipt ownership") written again, as plainly as possible, over all events at once. It shares no
+// code with src/ (only the JSON it produces is compared), so a wrong rule in the service and a
+// wrong rule here would have to be wrong in the same way to go unnoticed.
+//
+// Events are the raw CloudEvents a producer publishes. The generator only repeats an id with the
+// same content (a redelivery), so "the first event with an id wins" needs no arrival order here.
+
+export type RawEvent = {
+  specversion: '1.0';
+  source: string;
+  id: string;
+  type: 'transaction.updated' | 'receipt.linked';
+  time: string;
+  appid: string;
+  data: Record<string, unknown>;
+};
+
+type Snapshot = { time: number; id: string; data: Record<string, unknown> };
+
+const ms = (s: unknown) => (typeof s === 'string' ? Date.parse(s) : undefined);
+const out = (t: number) => new Date(t).toISOString();
+
+/** Byte order of the UTF-8 encodings, which is how the service breaks ties between ids. */
+function compareIds(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** Newest first: later time, then greater id. */
+function newerFirst(a: { time: number; id: string }, b: { time: number; id: string }): number {
+  return a.time !== b.time ? b.time - a.time : compareIds(b.id, a.id);
+}
+
+type ModelTransaction = {
+  app: string;
+  transactionId: string;
+  date: number;
+  snapshotTime: number;
+  data: Record<string, unknown>;
+};
+
+export type CustomersQuery = { skip?: number; limit?: number; usernames?: string[] };
+export type TransactionsQuery = { skip?: number; limit?: number; startdate?: string; enddate?: string };
+
+export class ReferenceModel {
+  private readonly transactions: ModelTransaction[] = [];
+  private readonly owners = new Map<string, string>(); // app \0 receiptId -> username
+  private readonly customers = new Map<string, { app: string; name: string; firstSeen: number }>();
+
+  constructor(events: readonly RawEvent[]) {
+    const unique = new Map<string, RawEvent>();
+    for (const e of events) if (!unique.has(`${e.appid}\u0000${e.id}`)) unique.set(`${e.appid}\u0000${e.id}`, e);
+
+    const snapshots = new Map<string, Snapshot[]>();
+    const explicitLinks = new Map<string, Snapshot[]>();
+    const implicitLinks = new Map<string, Snapshot[]>();
+    const push = (map: Map<string, Snapshot[]>, key: string, s: Snapshot) => map.set(key, [...(map.get(key) ?? []), s]);
+
+    for (const e of unique.values()) {
+      const s: Snapshot = { time: ms(e.time)!, id: e.id, data: e.data };
+      const name = e.data.applicationUsername as string | undefined;
+      if (e.type === 'transaction.updated') {
+        push(snapshots, `${e.appid}\u0000${e.data.transactionId}`, s);
+        if (name) push(implicitLinks, `${e.appid}\u0000${e.data.receiptId}`, s);
+      } else {
+        push(explicitLinks, `${e.appid}\u0000${e.data.receiptId}`, s);
+      }
+      if (name) {
+        const key = `${e.appid}\u0000${name}`;
+        const known = this.customers.get(key);
+        if (!known || s.time < known.firstSeen) this.customers.set(key, { app: e.appid, name, firstSeen: s.time });
+      }
+    }
+
+    for (const [key, list] of snapshots) {
+      const [app] = key.split('\u0000');
+      const winner = [...list].sort(newerFirst)[0];
+      const firstEvent = Math.min(...list.map((s) => s.time));
+      const d = winner.data;
+      const date = ms(d.lastRenewalDate) ?? ms(d.renewalDate) ?? ms(d.purchaseDate) ?? firstEvent;
+      this.transactions.push({ app, transactionId: d.transactionId as string, date, snapshotTime: winner.time, data: d });
+    }
+
+    const receipts = new Set([...explicitLinks.keys(), ...implicitLinks.keys()]);
+    for (const key of receipts) {
+      const explicit = explicitLinks.get(key);
+      // the latest receipt.linked; without one, the earliest username carried by a transaction
+      const owner = explicit ? [...explicit].sort(newerFirst)[0] : [...implicitLinks.get(key)!].sort(newerFirst).at(-1)!;
+      this.owners.set(key, owner.data.applicationUsername as string);
+    }
+  }
+
+  transactionsPage(app: string, q: TransactionsQuery) {
+    const skip = q.skip ?? 0;
+    const limit = q.limit ?? 100;
+    const from = q.startdate ? Date.parse(q.startdate) : -Infinity;
+    const to = q.enddate ? Date.parse(q.enddate) : Infinity;
+    const rows = this.transactions
+      .filter((t) => t.app === app && t.date >= from && t.date < to)
+      .sort((a, b) => (a.date !== b.date ? a.date - b.date : compareIds(a.transactionId, b.transactionId)));
+    return { rows: rows.slice(skip, skip + limit).map((t) => transactionJson(t.data)), paging: { skip, limit, total: rows.length } };
+  }
+
+  customersPage(app: string, q: CustomersQuery, now: Date) {
+    const all = [...this.customers.values()]
+      .filter((c) => c.app === app)
+      .sort((a, b) => (a.firstSeen !== b.firstSeen ? a.firstSeen - b.firstSeen : compareIds(a.name, b.name)));
+    if (q.usernames) {
+      const rows = all.filter((c) => q.usernames!.includes(c.name));
+      return { rows: rows.map((c) => this.customerJson(c, now)), paging: { skip: 0, limit: q.usernames.length, total: rows.length } };
+    }
+    const skip = q.skip ?? 0;
+    const limit = q.limit ?? 100;
+    return { rows: all.slice(skip, skip + limit).map((c) => this.customerJson(c, now)), paging: { skip, limit, total: all.length } };
+  }
+
+  customerNames(app: string): string[] {
+    return [...this.customers.values()].filter((c) => c.app === app).map((c) => c.name);
+  }
+
+  private customerJson(c: { app: string; name: string }, now: Date) {
+    const receiptIds = [...this.owners]
+      .filter(([key, owner]) => key.startsWith(`${c.app}\u0000`) && owner === c.name)
+      .map(([key]) => key.slice(c.app.length + 1))
+      .sort(compareIds);
+    const owned = this.transactions.filter((t) => t.app === c.app && receiptIds.includes(t.data.receiptId as string));
+    return { applicationUsername: c.name, customerInfo: customerInfo(owned, now), receiptIds };
+  }
+}
+
+const isReplaced = (d: Record<string, unknown>) => d.isUpgraded === true || d.cancelationReason === 'System.Replaced';
+
+/** The access end of one transaction, by the numbered rules; undefined when it grants nothing. */
+function accessEnd(t: ModelTransaction): number | undefined {
+  const d = t.data;
+  const expiration = ms(d.expirationDate);
+  const revocation = ms(d.revocationDate);
+  const grace = ms(d.gracePeriodExpirationDate);
+  if (d.isPending === true) return undefined; // 1
+  if (expiration === undefined) return undefined; // 5: consumables, non-consumables
+  if (isReplaced(d)) return revocation !== undefined ? Math.min(expiration, revocation) : expiration; // 2
+  if (revocation !== undefined) return Math.min(expiration, revocation); // 3
+  if (d.isExpired === true) return Math.min(expiration, t.snapshotTime); // 3
+  if (d.isBillingRetryPeriod === true && grace !== undefined && grace > expiration) return grace; // 4
+  return expiration; // 5
+}
+
+function customerInfo(owned: ModelTransaction[], now: Date): Record<string, unknown> {
+  if (owned.length === 0) return {};
+  const subscriptions = owned.filter((t) => accessEnd(t) !== undefined);
+  const notReplaced = subscriptions.filter((t) => !isReplaced(t.data));
+  const pool = notReplaced.length > 0 ? notReplaced : subscriptions;
+  const current = [...pool].sort(
+    (a, b) => accessEnd(b)! - accessEnd(a)! || b.date - a.date || compareIds(b.transactionId, a.transactionId),
+  )[0];
+  const info: Record<string, unknown> = {};
+  if (current) {
+    info.expirationDate = out(accessEnd(current)!);
+    if (current.data.renewalIntent !== undefined) info.renewalIntent = current.data.renewalIntent;
+    if (current.data.lastRenewalDate !== undefined) info.lastRenewalDate = out(ms(current.data.lastRenewalDate)!);
+  }
+  const purchases = owned.filter((t) => t.data.isPending !== true).map((t) => t.date);
+  if (purchases.length > 0) info.lastPurchaseDate = out(Math.max(...purchases));
+  info.activeSubscriber = current !== undefined && accessEnd(current)! > now.getTime();
+  return info;
+}
+
+const DATE_FIELDS = new Set([
+  'purchaseDate',
+  'lastRenewalDate',
+  'renewalDate',
+  'expirationDate',
+  'renewalIntentChangeDate',
+  'gracePeriodExpirationDate',
+  'revocationDate',
+]);
+const ROW_FIELDS = [
+  'transactionId', 'purchaseId', 'productId', 'platform', 'receiptId', 'sandbox', 'purchaseDate', 'lastRenewalDate',
+  'renewalDate', 'expirationDate', 'renewalIntent', 'renewalIntentChangeDate', 'cancelationReason', 'isPending',
+  'isAcknowledged', 'isConsumed', 'isBillingRetryPeriod', 'isTrialPeriod', 'isIntroPeriod', 'isExpired',
+  'gracePeriodExpirationDate', 'revocationDate', 'isUpgraded', 'priceConsentStatus', 'discountId', 'quantity', 'currency',
+];
+
+/** A transaction row as docs/api.md describes it: present fields only, both amount spellings. */
+function transactionJson(d: Record<string, unknown>): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  for (const f of ROW_FIELDS) {
+    if (d[f] === undefined) continue;
+    row[f] = DATE_FIELDS.has(f) ? out(ms(d[f])!) : d[f];
+  }
+  const usd = d.amountUSD ?? d.priceUSD;
+  if (usd !== undefined) row.amountUSD = row.priceUSD = usd;
+  const micros = d.amountMicros ?? d.priceMicros;
+  if (micros !== undefined) row.amountMicros = row.priceMicros = micros;
+  return row;
+}

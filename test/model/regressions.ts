@@ -1,0 +1,90 @@
+import type { HistorySpec, PurchaseSpec } from './lifecycle-generator.js';
+
+// Fixed histories that always run before the generated ones: the scenarios the lifecycle issue
+// listed, and every failing case a generated run has found (its spec as fast-check reported it).
+
+const monthly = (over: Partial<PurchaseSpec>): PurchaseSpec => ({
+  platform: 'apple',
+  product: 'monthly',
+  startDay: 10,
+  link: 'implicit',
+  trial: false,
+  pending: 'no',
+  sandbox: false,
+  steps: [],
+  ...over,
+});
+
+export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: number; batchSizes: number[] }[] = [
+  {
+    name: 'renewals filed at their own charge date; a refunded yearly beside an active monthly',
+    spec: {
+      customers: [
+        { user: 0, app: 0, purchases: [monthly({ steps: ['renew', 'renew', 'lapse'] }), monthly({ product: 'yearly', startDay: 5, steps: ['refund'] })] },
+      ],
+      redeliver: [1, 3],
+    },
+    arrival: 7,
+    batchSizes: [2, 1],
+  },
+  {
+    name: 'upgrade and replacement on both stores, pending that stays and pending that completes',
+    spec: {
+      customers: [
+        { user: 1, app: 0, purchases: [monthly({ product: 'yearly', steps: ['upgrade', 'renew'] }), monthly({ platform: 'google', steps: ['replaced-by-reason'] })] },
+        { user: 2, app: 1, purchases: [monthly({ pending: 'stays' }), monthly({ pending: 'completed', product: 'coins' })] },
+      ],
+      redeliver: [],
+    },
+    arrival: 3,
+    batchSizes: [1],
+  },
+  {
+    name: 'grace period, billing retry without grace, early expiry',
+    spec: {
+      customers: [
+        { user: 0, app: 0, purchases: [monthly({ steps: ['renew', 'billing-retry'] }), monthly({ startDay: 200, steps: ['billing-retry-no-grace', 'recovered'] })] },
+        { user: 3, app: 0, purchases: [monthly({ steps: ['expire-early'] })] },
+      ],
+      redeliver: [0],
+    },
+    arrival: 11,
+    batchSizes: [3, 5],
+  },
+  {
+    name: 'a transaction moving between receipts refreshes the previous owner; restores are not undone by later renewals',
+    spec: {
+      customers: [
+        { user: 0, app: 0, purchases: [monthly({ steps: ['move-transaction'] })] },
+        { user: 1, app: 0, purchases: [monthly({ startDay: 40, link: 'explicit' })] },
+        { user: 2, app: 0, purchases: [monthly({ steps: ['restore', 'renewal-with-original-user', 'renew'] })] },
+      ],
+      redeliver: [],
+    },
+    arrival: 5,
+    batchSizes: [1, 2],
+  },
+  {
+    name: 'the same, arriving in the order it happened: the moved transaction leaves its first owner',
+    spec: {
+      customers: [
+        { user: 1, app: 0, purchases: [monthly({ startDay: 5, link: 'explicit' })] },
+        { user: 0, app: 0, purchases: [monthly({ steps: ['move-transaction'] })] },
+      ],
+      redeliver: [],
+    },
+    arrival: 0,
+    batchSizes: [1],
+  },
+  {
+    name: 'corrected purchase dates and stale snapshots re-file rows; consumables never subscribe',
+    spec: {
+      customers: [
+        { user: 4, app: 1, purchases: [monthly({ steps: ['correct-date', 'stale-snapshot', 'renew'] }), monthly({ product: 'lifetime', link: 'explicit', steps: ['refund', 'stale-snapshot'] })] },
+      ],
+      redeliver: [2],
+    },
+    arrival: 9,
+    batchSizes: [4],
+  },
+];
