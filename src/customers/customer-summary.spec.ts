@@ -1,0 +1,110 @@
+import { accessEnd, summarizeCustomer, type LifecycleTransaction } from './customer-summary.js';
+
+// One case per rule of docs/api.md ("Access end", "customerInfo"), expected values written out.
+
+const D = (day: string) => `${day}T00:00:00.000000Z`;
+const tx = (over: Partial<LifecycleTransaction>): LifecycleTransaction => ({
+  transactionId: 'apple:t1',
+  transactionDate: D('2026-01-01'),
+  snapshotTime: D('2026-01-01'),
+  expirationDate: D('2026-02-01'),
+  gracePeriodExpirationDate: null,
+  revocationDate: null,
+  isPending: null,
+  isUpgraded: null,
+  isExpired: null,
+  isBillingRetryPeriod: null,
+  cancelationReason: null,
+  lastRenewalDate: null,
+  renewalIntent: 'Renew',
+  ...over,
+});
+
+describe('accessEnd', () => {
+  it('1. a pending transaction grants nothing', () => {
+    expect(accessEnd(tx({ isPending: true }))).toBeNull();
+  });
+
+  it('2. a replaced transaction ends at its expiration, or its revocation if earlier', () => {
+    expect(accessEnd(tx({ isUpgraded: true }))).toBe(D('2026-02-01'));
+    expect(accessEnd(tx({ cancelationReason: 'System.Replaced', revocationDate: D('2026-01-10') }))).toBe(D('2026-01-10'));
+    expect(accessEnd(tx({ isUpgraded: true, revocationDate: D('2026-03-01') }))).toBe(D('2026-02-01'));
+  });
+
+  it('3. revoked: the earlier of expiration and revocation', () => {
+    expect(accessEnd(tx({ expirationDate: D('2027-01-01'), revocationDate: D('2026-03-01'), isExpired: true }))).toBe(D('2026-03-01'));
+    expect(accessEnd(tx({ revocationDate: D('2026-05-01') }))).toBe(D('2026-02-01'));
+  });
+
+  it('3. isExpired without a revocation ends at the time of the snapshot that said so, if earlier', () => {
+    expect(accessEnd(tx({ isExpired: true, snapshotTime: D('2026-01-20') }))).toBe(D('2026-01-20'));
+    expect(accessEnd(tx({ isExpired: true, snapshotTime: D('2026-02-03') }))).toBe(D('2026-02-01'));
+  });
+
+  it('4. billing retry with a grace period beyond the expiration: the grace end', () => {
+    expect(accessEnd(tx({ isBillingRetryPeriod: true, gracePeriodExpirationDate: D('2026-02-17') }))).toBe(D('2026-02-17'));
+    // no grace period, or one that is not later, or not in billing retry: the expiration
+    expect(accessEnd(tx({ isBillingRetryPeriod: true }))).toBe(D('2026-02-01'));
+    expect(accessEnd(tx({ isBillingRetryPeriod: true, gracePeriodExpirationDate: D('2026-01-25') }))).toBe(D('2026-02-01'));
+    expect(accessEnd(tx({ gracePeriodExpirationDate: D('2026-02-17') }))).toBe(D('2026-02-01'));
+  });
+
+  it('5. otherwise the expiration; no expiration (consumables, non-consumables): never', () => {
+    expect(accessEnd(tx({}))).toBe(D('2026-02-01'));
+    expect(accessEnd(tx({ expirationDate: null }))).toBeNull();
+  });
+});
+
+describe('summarizeCustomer', () => {
+  it('no transactions: nothing but a zero count', () => {
+    expect(summarizeCustomer([])).toEqual({ transactionCount: 0, lastPurchaseDate: null, expirationDate: null, lastRenewalDate: null, renewalIntent: null });
+  });
+
+  it('a refunded yearly does not hide an active monthly', () => {
+    const yearly = tx({ transactionId: 'apple:y', expirationDate: D('2027-01-05'), revocationDate: D('2026-02-01'), isExpired: true, renewalIntent: 'Lapse', transactionDate: D('2026-01-05') });
+    const monthly = tx({ transactionId: 'apple:m', transactionDate: D('2026-03-01'), lastRenewalDate: D('2026-03-01'), expirationDate: D('2026-04-01') });
+    expect(summarizeCustomer([yearly, monthly])).toEqual({
+      transactionCount: 2,
+      lastPurchaseDate: D('2026-03-01'),
+      expirationDate: D('2026-04-01'),
+      lastRenewalDate: D('2026-03-01'),
+      renewalIntent: 'Renew',
+    });
+  });
+
+  it('an upgraded yearly is not current while the monthly replacing it exists, even if it expires later', () => {
+    const yearly = tx({ transactionId: 'apple:y', expirationDate: D('2027-01-01'), isUpgraded: true, renewalIntent: 'Renew' });
+    const monthly = tx({ transactionId: 'apple:m', transactionDate: D('2026-01-15'), expirationDate: D('2026-02-15'), renewalIntent: 'Lapse' });
+    expect(summarizeCustomer([yearly, monthly])).toMatchObject({ expirationDate: D('2026-02-15'), renewalIntent: 'Lapse' });
+  });
+
+  it('when every subscription is replaced, the latest replaced one is current', () => {
+    const a = tx({ transactionId: 'apple:a', expirationDate: D('2026-02-01'), cancelationReason: 'System.Replaced' });
+    const b = tx({ transactionId: 'apple:b', expirationDate: D('2026-03-01'), isUpgraded: true, renewalIntent: 'Lapse' });
+    expect(summarizeCustomer([a, b])).toMatchObject({ expirationDate: D('2026-03-01'), renewalIntent: 'Lapse' });
+  });
+
+  it('pending purchases grant nothing and are not purchases yet', () => {
+    const pending = tx({ transactionId: 'apple:p', isPending: true, transactionDate: D('2026-05-01'), expirationDate: D('2026-06-01') });
+    expect(summarizeCustomer([pending])).toEqual({ transactionCount: 1, lastPurchaseDate: null, expirationDate: null, lastRenewalDate: null, renewalIntent: null });
+  });
+
+  it('a grace period extends the expiration the customer sees', () => {
+    const retry = tx({ isBillingRetryPeriod: true, gracePeriodExpirationDate: D('2026-02-17'), lastRenewalDate: D('2026-01-01') });
+    expect(summarizeCustomer([retry])).toMatchObject({ expirationDate: D('2026-02-17'), lastRenewalDate: D('2026-01-01') });
+  });
+
+  it('consumables count as purchases but never as a subscription', () => {
+    const coins = tx({ transactionId: 'apple:c', expirationDate: null, transactionDate: D('2026-07-01'), renewalIntent: null });
+    expect(summarizeCustomer([coins])).toEqual({ transactionCount: 1, lastPurchaseDate: D('2026-07-01'), expirationDate: null, lastRenewalDate: null, renewalIntent: null });
+  });
+
+  it('ties on access end go to the later transaction date, then the greater transactionId (byte order)', () => {
+    const a = tx({ transactionId: 'apple:B', transactionDate: D('2026-01-02'), renewalIntent: 'Renew' });
+    const b = tx({ transactionId: 'apple:a', transactionDate: D('2026-01-01'), renewalIntent: 'Lapse' });
+    expect(summarizeCustomer([b, a]).renewalIntent).toBe('Renew');
+    const c = tx({ transactionId: 'apple:B', renewalIntent: 'Renew' });
+    const d = tx({ transactionId: 'apple:a', renewalIntent: 'Lapse' });
+    expect(summarizeCustomer([c, d]).renewalIntent).toBe('Lapse'); // 'a' (0x61) > 'B' (0x42)
+  });
+});
