@@ -89,7 +89,8 @@ export async function startKafkaBroker({ dir, port, controllerPort } = {}) {
   const java = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
   const clusterId = Buffer.from(randomUUID().replaceAll('-', ''), 'hex').toString('base64url');
   try {
-    execFileSync(java, ['-cp', classpath, 'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId, '-c', config], {
+    // `--cluster-id=<id>`: a base64url id can start with '-', which argparse would take for a flag
+    execFileSync(java, ['-cp', classpath, 'kafka.tools.StorageTool', 'format', '--standalone', `--cluster-id=${clusterId}`, '-c', config], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   } catch (error) {
