@@ -15,7 +15,7 @@ describe('generateEvents', () => {
     for (const e of events) expect(decodeEvent(JSON.stringify(e))).toMatchObject({ ok: true });
   });
 
-  it('covers the realistic cases: apps of very different sizes, renewals, trials, refunds, consumables, both platforms, sandbox', () => {
+  it('covers the realistic cases: apps of very different sizes, renewals, trials, refunds, upgrades, grace, pending, consumables, both platforms, sandbox', () => {
     const events = take(5, 20_000);
     const data = events.map((e) => e.data as Record<string, unknown>);
     const perApp = new Map<string, number>();
@@ -31,6 +31,11 @@ describe('generateEvents', () => {
     expect(new Set(data.filter((d) => d.transactionId).map((d) => d.platform))).toEqual(new Set(['apple', 'google']));
     expect(data.some((d) => d.sandbox)).toBe(true);
     expect(events.some((e) => e.type === 'receipt.linked')).toBe(true);
+    expect(data.some((d) => d.revocationDate)).toBe(true);
+    expect(data.some((d) => d.isUpgraded)).toBe(true);
+    expect(data.some((d) => d.isBillingRetryPeriod && d.gracePeriodExpirationDate)).toBe(true);
+    expect(data.some((d) => d.isBillingRetryPeriod && !d.gracePeriodExpirationDate)).toBe(true);
+    expect(data.some((d) => d.isPending)).toBe(true);
     const years = new Set(events.map((e) => String(e.time).slice(0, 4)));
     expect(years.size).toBeGreaterThanOrEqual(3);
   });

@@ -1,7 +1,9 @@
 // Realistic, deterministic purchase-event streams for benchmarks and demos: several apps of very
-// different sizes, monthly and yearly subscriptions with renewals, trials, refunds, auto-renew
-// turned off, consumables, two platforms, sandbox purchases, receipts restored on another account,
-// spread over three years. Same seed, same events.
+// different sizes, monthly and yearly subscriptions with renewals, trials, refunds (revocations),
+// auto-renew turned off, billing retry with and without a grace period, upgrades from monthly to
+// yearly, pending purchases completed later, consumables, two platforms, sandbox purchases,
+// receipts restored on another account (with later renewals still naming the first one),
+// transactions reported under another receipt, spread over three years. Same seed, same events.
 
 export type GenerateOptions = {
   seed: number;
@@ -108,6 +110,8 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
     const purchaseId = `${platform}:p-${o.seed}-${customer}`;
     const trial = rnd() < 0.3;
     const lifetime = yearly ? 1 + Math.floor(rnd() * 3) : 1 + Math.floor(-Math.log(1 - rnd()) * 8);
+    // a restore moves the receipt to another account; renewals after it may still name the first
+    const restoreAfter = rnd() < 0.01 ? Math.floor(rnd() * lifetime) : -1;
     let t = start;
     let n = 0;
     if (trial) {
@@ -133,7 +137,7 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
         transactionId: `${purchaseId}-${n}`,
         purchaseId,
         productId: product,
-        ...(n === 0 && !trial ? { applicationUsername: user } : {}),
+        ...((n === 0 && !trial) || n === restoreAfter + 1 ? { applicationUsername: user } : {}),
         purchaseDate: iso(start),
         ...(n > 0 || trial ? { lastRenewalDate: iso(t) } : {}),
         expirationDate: iso(t + period),
@@ -144,20 +148,55 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
         currency: 'USD',
         ...(n === 0 && rnd() < 0.1 ? { isIntroPeriod: true } : {}),
       };
+      if (n === 0 && !trial && platform === 'google' && rnd() < 0.02 && produced < o.events) {
+        // a pending purchase (e.g. cash payment), completed a day later
+        yield emit(app, 'transaction.updated', t + 1000, { ...data, isPending: true });
+        if (produced >= o.events) break;
+      }
       yield emit(app, 'transaction.updated', t + 3000, data);
+      if (n === restoreAfter && produced < o.events) {
+        yield emit(app, 'receipt.linked', t + period / 3, { receiptId, applicationUsername: `${user}-restored` });
+      }
       if (last && rnd() < 0.4 && produced < o.events) {
         // turned auto-renew off during the last period
         yield emit(app, 'transaction.updated', t + period / 2, { ...data, renewalIntent: 'Lapse', renewalIntentChangeDate: iso(t + period / 2 - 1000) });
       }
+      if (last && !yearly && rnd() < 0.05 && produced < o.events) {
+        // the renewal failed: billing retry, with a 16-day grace period half of the time
+        const grace = rnd() < 0.5 ? { gracePeriodExpirationDate: iso(t + period + 16 * DAY) } : {};
+        yield emit(app, 'transaction.updated', t + period + 60_000, { ...data, isBillingRetryPeriod: true, ...grace });
+      }
       if (rnd() < 0.02 && produced < o.events) {
-        // refunded: the producer expresses it through expirationDate and isExpired
+        // refunded: Apple keeps the expiration and adds the revocation
         const refundAt = t + Math.floor(rnd() * 10 * DAY);
-        yield emit(app, 'transaction.updated', refundAt, { ...data, expirationDate: iso(refundAt), isExpired: true, cancelationReason: 'Customer', renewalIntent: 'Lapse' });
+        yield emit(app, 'transaction.updated', refundAt, { ...data, revocationDate: iso(refundAt), isExpired: true, cancelationReason: 'Customer', renewalIntent: 'Lapse' });
         break;
       }
-    }
-    if (rnd() < 0.005 && produced < o.events) {
-      yield emit(app, 'receipt.linked', Math.min(until, t + 1000), { receiptId, applicationUsername: `${user}-restored` });
+      if (!yearly && !last && rnd() < 0.01 && produced < o.events) {
+        // upgraded to the yearly plan half-way through the period
+        const at = t + period / 2;
+        yield emit(app, 'transaction.updated', at, { ...data, isUpgraded: true });
+        if (produced >= o.events) break;
+        const upgradeId = `${purchaseId}-up`;
+        yield emit(app, 'transaction.updated', at + 1000, {
+          ...common,
+          transactionId: upgradeId,
+          purchaseId: upgradeId,
+          productId: `${platform}:pro_yearly`,
+          purchaseDate: iso(at),
+          expirationDate: iso(at + 365 * DAY),
+          renewalIntent: 'Renew',
+          isAcknowledged: true,
+          amountUSD: 49.99,
+          amountMicros: 49_990_000,
+          currency: 'USD',
+        });
+        break;
+      }
+      if (n > 0 && rnd() < 0.002 && produced < o.events) {
+        // the store reports the renewal under another receipt of the same platform (a merged account)
+        yield emit(app, 'transaction.updated', t + DAY, { ...data, receiptId: `${platform}:r-${o.seed}-${Math.max(1, customer - 1)}` });
+      }
     }
   }
 }

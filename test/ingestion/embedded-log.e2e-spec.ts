@@ -33,17 +33,29 @@ describe('ingestion from the embedded event log (e2e: CLI -> log table -> consum
 
   it('publishes examples/events.ndjson with the CLI and serves the projected rows over HTTP', async () => {
     const published = await runCli(['publish', 'examples/events.ndjson'], { DATABASE_URL: db.url });
-    expect(published.stderr).toContain('published 12 event(s) to embedded event log');
+    expect(published.stderr).toContain('published 18 event(s) to embedded event log');
     expect(published.code).toBe(0);
     await expectEventually(async () => {
       const res = await api.get('/v2/customers', api.token('demo-app'));
-      expect(res.body.rows.map((r: { applicationUsername: string }) => r.applicationUsername)).toEqual(['alice', 'bob', 'carol', 'dave', 'erin', 'frank']);
+      expect(res.body.rows.map((r: { applicationUsername: string }) => r.applicationUsername)).toEqual(['alice', 'hank', 'bob', 'carol', 'dave', 'greta', 'erin', 'frank', 'ivy']);
     });
     const erin = (await api.get('/v2/customers?applicationUsername=erin,frank', api.token('demo-app'))).body.rows;
     expect(erin[0]).toEqual({ applicationUsername: 'erin', customerInfo: {}, receiptIds: [] });
     expect(erin[1].receiptIds).toEqual(['apple:r-shared']);
     const tx = await api.get('/v2/transactions', api.token('demo-app'));
-    expect(tx.body.paging.total).toBe(7);
+    expect(tx.body.paging.total).toBe(11);
+    // what the README shows: bob's renewal charged on 09-08 is in September
+    const september = await api.get('/v2/transactions?startdate=2026-09-01T00:00:00Z&enddate=2026-10-01T00:00:00Z', api.token('demo-app'));
+    expect(september.body.rows.map((r: { transactionId: string }) => r.transactionId)).toEqual(['google:GPA.1111-2']);
+    const named = (await api.get('/v2/customers?applicationUsername=carol,greta,hank,ivy', api.token('demo-app'))).body.rows;
+    const info = Object.fromEntries(named.map((r: { applicationUsername: string; customerInfo: Record<string, unknown> }) => [r.applicationUsername, r.customerInfo]));
+    // carol's refund ends her access at the revocation, though Apple kept the expiration (11-03)
+    expect(info.carol).toMatchObject({ expirationDate: '2026-10-10T08:14:00.000Z', activeSubscriber: false, renewalIntent: 'Lapse' });
+    // greta is in billing retry: access until the grace end
+    expect(info.greta).toMatchObject({ expirationDate: '2026-12-06T07:00:00.000Z' });
+    // hank upgraded from monthly to yearly: the yearly is current
+    expect(info.hank).toMatchObject({ expirationDate: '2027-07-15T12:00:00.000Z', renewalIntent: 'Renew' });
+    expect(info.ivy).toEqual({ activeSubscriber: false });
     const other = await api.get('/v2/customers', api.token('other-app'));
     expect(other.body.rows.map((r: { applicationUsername: string }) => r.applicationUsername)).toEqual(['alice']);
   });

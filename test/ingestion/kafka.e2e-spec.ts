@@ -39,14 +39,14 @@ describe('ingestion from Kafka (e2e, real broker and PostgreSQL)', () => {
     const api = await startTestApp({ databaseUrl: db.url, env: kafkaEnv(topic) });
     apps.push(api);
     const published = await runCli(['publish', 'examples/events.ndjson'], { KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic });
-    expect(published.stderr).toContain(`published 12 event(s) to Kafka topic ${topic}`);
+    expect(published.stderr).toContain(`published 18 event(s) to Kafka topic ${topic}`);
     expect(published.code).toBe(0);
     await expectEventually(async () => {
       const res = await api.get('/v2/customers', api.token('demo-app'));
-      expect(res.body.paging.total).toBe(6);
+      expect(res.body.paging.total).toBe(9);
     }, 60_000);
     const tx = await api.get('/v2/transactions?limit=1000', api.token('demo-app'));
-    expect(tx.body.paging.total).toBe(7);
+    expect(tx.body.paging.total).toBe(11);
     await waitUntilCaughtUp(db.dataSource, topic);
   });
 

@@ -47,7 +47,7 @@ describe('the service on embedded defaults (e2e, separate process)', () => {
     await expectEventually(async () => {
       const res = await fetch(`${base}/v2/customers`, { headers: { authorization: `Bearer ${token}` } });
       expect(res.status).toBe(200);
-      expect(((await res.json()) as { paging: { total: number } }).paging.total).toBe(6);
+      expect(((await res.json()) as { paging: { total: number } }).paging.total).toBe(9);
     });
     const noScope = await fetch(`${base}/v2/transactions`, { headers: { authorization: `Bearer ${token}` } });
     expect(noScope.status).toBe(403);
