@@ -29,6 +29,12 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/v2/customers', '/v2/transactions']));
     const params = res.body.paths['/v2/transactions'].get.parameters.map((p: { name: string }) => p.name);
     expect(params).toEqual(expect.arrayContaining(['skip', 'limit', 'startdate', 'enddate']));
+    const row = res.body.paths['/v2/transactions'].get.responses['200'].content['application/json'].schema.properties.rows.items;
+    expect(row.properties).toMatchObject({
+      gracePeriodExpirationDate: { type: 'string', format: 'date-time' },
+      revocationDate: { type: 'string', format: 'date-time' },
+      isUpgraded: { type: 'boolean' },
+    });
   });
 
   it('reports liveness and readiness', async () => {
