@@ -24,7 +24,7 @@ export class AppModule {
       global: true,
       imports: [
         ConfigModule.forRoot(config),
-        DatabaseModule.forRoot(database),
+        DatabaseModule.forRoot(database, { statementTimeoutMs: config.statementTimeoutMs }),
         CqrsModule.forRoot(),
         AuthModule,
         CustomersModule,

@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from './config/app-config.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  for (const warning of config.warnings) console.error(`warning: ${warning}`);
   await CommandFactory.run(CliModule.forRoot(config), {
     logger: config.logLevel === 'debug' || config.logLevel === 'trace' ? ['log', 'warn', 'error', 'debug'] : ['warn', 'error'],
     errorHandler: (error) => {

@@ -1,12 +1,40 @@
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
+import { ErrorCode } from './common/errors.js';
 import { PinoNestLogger } from './common/logger.js';
+import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-http.js';
 import type { Metrics } from './metrics/metrics.js';
 import { METRICS } from './metrics/metrics.module.js';
+
+export const MAX_HEADER_BYTES = 256 * 1024;
+
+/**
+ * Requests Node's HTTP parser refuses before any route runs (request line and headers over
+ * MAX_HEADER_BYTES, malformed HTTP, too slow) get a problem+json answer like every other error.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy(error);
+    return;
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const detail =
+    status === 431
+      ? `The request line and headers exceed ${MAX_HEADER_BYTES} bytes; ask for fewer applicationUsername values per request.`
+      : status === 408
+        ? 'The request was not received in time.'
+        : 'The request is not valid HTTP.';
+  const body = JSON.stringify(problem(ErrorCode.BadRequest, detail, { status, title: STATUS_CODES[status] ?? 'Bad request' }));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
 
 /** Builds the HTTP application; main.ts listens on it and the e2e tests drive it on an ephemeral port. */
 export async function createHttpApp(options: AppModuleOptions & { pino: Logger }): Promise<NestFastifyApplication> {
@@ -14,6 +42,11 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
     loggerInstance: options.pino,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
+    // Room for the documented maximum username list (1000 names averaging up to ~200 encoded bytes).
+    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    // Time to receive a whole request; database time is bounded by STATEMENT_TIMEOUT_MS (then 503).
+    requestTimeout: options.config.requestTimeoutMs,
+    clientErrorHandler: answerClientError,
   });
   adapter.getInstance().addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);

@@ -12,6 +12,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createPino(config.logLevel);
   Logger.overrideLogger(new PinoNestLogger(log));
+  for (const warning of config.warnings) log.warn(warning);
   const database = await openDatabaseServer(config);
   const app = await createHttpApp({ config, database, pino: log });
   await app.listen({ port: config.port, host: '0.0.0.0' });

@@ -21,6 +21,7 @@ const REQUIRED_SCOPE = 'required_scope';
 export class JwtAuthGuard extends AuthGuard('jwt') {
   override handleRequest<T>(err: unknown, user: T, info: unknown): T {
     if (user && !err) return user;
+    if (err instanceof AuthError) throw err;
     if (info instanceof Error && info.name === 'TokenExpiredError') {
       throw new AuthError(ErrorCode.TokenExpired, 'The bearer token has expired.');
     }

@@ -3,11 +3,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { ExtractJwt, Strategy, type SecretOrKeyProvider } from 'passport-jwt';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { ErrorCode } from '../common/errors.js';
+import { AuthError } from './auth.errors.js';
 import type { Principal } from './scopes.js';
 import { VERIFICATION_KEYS } from './tokens.js';
 import type { VerificationKeys } from './signing-keys.js';
 
-type Claims = { app?: unknown; scope?: unknown; sub?: unknown };
+type Claims = { app?: unknown; scope?: unknown; sub?: unknown; exp?: unknown };
 
 /**
  * Bearer tokens: HS256 against JWT_SECRET and/or RS256/ES256 against the JWKS, chosen by the
@@ -36,6 +38,11 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   }
 
   validate(claims: Claims): Principal {
+    // jsonwebtoken checks exp only when present: a token without one would never expire.
+    if (typeof claims.exp !== 'number') throw new AuthError(ErrorCode.TokenInvalid, 'The bearer token has no "exp" claim; tokens must expire.');
+    if (typeof claims.app === 'string' && claims.app !== '' && !isApplicationId(claims.app)) {
+      throw new AuthError(ErrorCode.TokenInvalid, 'The token\'s "app" claim is not a valid application id (1-200 bytes of text, no NUL).');
+    }
     const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];
     return {
       appId: typeof claims.app === 'string' ? claims.app : '',
@@ -43,6 +50,11 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
       subject: typeof claims.sub === 'string' ? claims.sub : undefined,
     };
   }
+}
+
+/** What the event contract accepts as an appid, so a claim outside it can name no stored rows. */
+function isApplicationId(app: string): boolean {
+  return app.length > 0 && Buffer.byteLength(app) <= 200 && !app.includes('\u0000') && app.isWellFormed();
 }
 
 function headerAlg(token: string): string | undefined {

@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { GenerateCommand } from './generate.command.js';
+import { OffsetsCommand, OffsetsResetCommand, OffsetsShowCommand } from './offsets.command.js';
 import { PublishCommand } from './publish.command.js';
 import { RebuildCommand } from './rebuild.command.js';
 import { TokenCommand } from './token.command.js';
@@ -9,6 +10,6 @@ import { TokenCommand } from './token.command.js';
 @Module({})
 export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [TokenCommand, PublishCommand, RebuildCommand, GenerateCommand] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand] };
   }
 }

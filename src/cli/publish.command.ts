@@ -31,28 +31,67 @@ export class PublishCommand extends CommandRunner {
     let bytes = 0;
     let sent = 0;
     let refused = 0;
-    let pending: { key: string; value: Buffer }[] = [];
+    const unsent: number[] = [];
+    // Kafka refuses a record batch over message.max.bytes: lines that cannot fit are refused here by
+    // number, and chunks are kept well under it so valid lines never share a batch that is refused.
+    const maxMessage = this.config.kafka?.maxMessageBytes;
+    const chunkBytes = maxMessage === undefined ? Infinity : Math.floor(maxMessage / 2);
+    let pending: { line: number; key: string; value: Buffer }[] = [];
+    let pendingBytes = 0;
+    const refuse = (line: number, code: string, reason: string) => {
+      refused++;
+      bar?.stop();
+      process.stderr.write(`line ${line}: refused (${code}): ${reason}\n`);
+      bar?.start(size ?? 0, bytes, { sent, refused });
+    };
+    const send = async (batch: typeof pending) => {
+      sink ??= await openEventSink(this.config);
+      await sink.send(batch.map(({ key, value }) => ({ key, value })));
+      sent += batch.length;
+    };
     const flush = async () => {
       if (pending.length === 0) return;
-      sink ??= await openEventSink(this.config);
-      await sink.send(pending);
-      sent += pending.length;
+      const batch = pending;
       pending = [];
+      pendingBytes = 0;
+      try {
+        await send(batch);
+      } catch (error) {
+        if (batch.length === 1) {
+          unsent.push(batch[0].line);
+          process.stderr.write(`line ${batch[0].line}: not sent: ${(error as Error).message}\n`);
+          return;
+        }
+        // Find the line the log refuses; send the others.
+        for (const one of batch) {
+          try {
+            await send([one]);
+          } catch (e) {
+            unsent.push(one.line);
+            process.stderr.write(`line ${one.line}: not sent: ${(e as Error).message}\n`);
+          }
+        }
+      }
     };
     try {
       for await (const line of createInterface({ input, crlfDelay: Infinity })) {
         lineNo++;
-        bytes += Buffer.byteLength(line) + 1;
+        const lineBytes = Buffer.byteLength(line);
+        bytes += lineBytes + 1;
         if (line.trim() === '') continue;
-        const decoded = decodeEvent(line);
+        const decoded = decodeEvent(line, { maxFutureSkewMs: this.config.eventTimeMaxSkewMs });
         if (!decoded.ok) {
-          refused++;
-          bar?.stop();
-          process.stderr.write(`line ${lineNo}: refused (${decoded.code}): ${decoded.reason}\n`);
-          bar?.start(size ?? 0, bytes, { sent, refused });
+          refuse(lineNo, decoded.code, decoded.reason);
           continue;
         }
-        pending.push({ key: decoded.event.data.receiptId, value: Buffer.from(line) });
+        const key = decoded.event.data.receiptId;
+        if (maxMessage !== undefined && lineBytes + Buffer.byteLength(key) + 1024 > maxMessage) {
+          refuse(lineNo, 'too_large', `${lineBytes} bytes; the broker takes messages up to ${maxMessage} bytes (KAFKA_MAX_MESSAGE_BYTES)`);
+          continue;
+        }
+        if (pendingBytes + lineBytes > chunkBytes) await flush();
+        pending.push({ line: lineNo, key, value: Buffer.from(line) });
+        pendingBytes += lineBytes;
         if (pending.length >= CHUNK) await flush();
         bar?.update(size === undefined ? 0 : bytes, { sent: sent + pending.length, refused });
       }
@@ -62,7 +101,8 @@ export class PublishCommand extends CommandRunner {
       await sink?.close();
     }
     const target = this.config.kafka ? `Kafka topic ${this.config.kafka.topic}` : `embedded event log (${this.config.eventLogTopic})`;
-    process.stderr.write(`published ${sent} event(s) to ${target}; refused ${refused} line(s)\n`);
-    if (refused > 0) process.exitCode = 1;
+    const notSent = unsent.length > 0 ? `; not sent ${unsent.length} valid line(s): ${unsent.slice(0, 20).join(', ')}${unsent.length > 20 ? ', ...' : ''}` : '';
+    process.stderr.write(`published ${sent} event(s) to ${target}; refused ${refused} line(s)${notSent}\n`);
+    if (refused > 0 || unsent.length > 0) process.exitCode = 1;
   }
 }

@@ -5,7 +5,7 @@ import { openDatabase } from '../database/open-database.js';
 import { createProgressReporter } from '../operations/rebuild/progress.js';
 import { RebuildError, Rebuilder } from '../operations/rebuild/rebuilder.js';
 
-type RebuildOptions = { verify?: boolean; abort?: boolean };
+type RebuildOptions = { verify?: boolean; abort?: boolean; allowPartialHistory?: boolean };
 
 /** Exit status of `rebuild --verify` when the live read models differ from a fresh projection. */
 export const EXIT_DRIFT = 3;
@@ -29,7 +29,7 @@ export class RebuildCommand extends CommandRunner {
         process.stdout.write((await rebuilder.abort()) + '\n');
         return;
       }
-      const result = await rebuilder.run(options.verify ? 'verify' : 'rebuild');
+      const result = await rebuilder.run(options.verify ? 'verify' : 'rebuild', { allowPartialHistory: options.allowPartialHistory });
       if (result.kind === 'rebuild') {
         process.stdout.write(
           `rebuild #${result.id}${result.resumed ? ' (resumed)' : ''}: switched to generation ${result.generation} at ${result.events} events in ${result.seconds.toFixed(1)} s\n`,
@@ -61,6 +61,14 @@ export class RebuildCommand extends CommandRunner {
 
   @Option({ flags: '--verify', description: 'project into a scratch generation and report differences from the live read models, without switching (exit 3 on drift)' })
   parseVerify(): boolean {
+    return true;
+  }
+
+  @Option({
+    flags: '--allow-partial-history',
+    description: 'rebuild even though retention removed the start of the log: the new generation holds only the retained events',
+  })
+  parseAllowPartialHistory(): boolean {
     return true;
   }
 

@@ -13,6 +13,7 @@ export enum ErrorCode {
   MethodNotAllowed = 'method_not_allowed',
   BadRequest = 'bad_request',
   ServiceUnavailable = 'service_unavailable',
+  DatabaseUnavailable = 'database_unavailable',
   Internal = 'internal_error',
 }
 

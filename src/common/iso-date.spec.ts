@@ -22,3 +22,11 @@ describe('parseIsoDateTime', () => {
     },
   );
 });
+
+describe('parseIsoDateTime, years below 100', () => {
+  it('reads them literally, not as 19xx', () => {
+    expect(parseIsoDateTime('0030-01-01')?.toISOString()).toBe('0030-01-01T00:00:00.000Z');
+    expect(parseIsoDateTime('0000-06-15T12:00:00Z')?.getUTCFullYear()).toBe(0);
+    expect(parseIsoDateTime('0099-12-31T23:59:59.999+01:00')?.toISOString()).toBe('0099-12-31T22:59:59.999Z');
+  });
+});

@@ -18,8 +18,11 @@ export function parseIsoDateTime(input: string): Date | undefined {
   if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) return undefined;
   const ms = Number((frac + '000').slice(0, 3));
   const offset = sign ? (sign === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) : 0;
-  const time = Date.UTC(year, month - 1, day, hour, minute, second, ms) - offset * 60_000;
-  const date = new Date(time);
+  // setUTCFullYear reads years 0-99 literally (Date.UTC would make 0030 into 1930).
+  const utc = new Date(0);
+  utc.setUTCFullYear(year, month - 1, day);
+  utc.setUTCHours(hour, minute, second, ms);
+  const date = new Date(utc.getTime() - offset * 60_000);
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
 

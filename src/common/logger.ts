@@ -1,14 +1,41 @@
 import type { LoggerService } from '@nestjs/common';
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
-export function createPino(level: string): Logger {
+export function createPino(level: string, destination?: DestinationStream): Logger {
   return pino({
     level,
     base: { service: 'subscription-records' },
     timestamp: pino.stdTimeFunctions.isoTime,
     // Belt and braces: request serializers do not log headers, but never let a token through.
     redact: { paths: ['req.headers.authorization', 'headers.authorization', '*.token', 'token'], remove: true },
-  });
+    serializers: {
+      req: (req: { method?: string; url?: string; id?: string }) => ({ method: req.method, url: req.url === undefined ? undefined : redactQuery(req.url), id: req.id }),
+    },
+  }, destination as DestinationStream);
+}
+
+/** Query parameters whose values never reach the logs: secrets sent by mistake, and personal data. */
+export const REDACTED_QUERY_PARAMETERS = ['access_token', 'token', 'id_token', 'api_key', 'applicationUsername'];
+const REDACTED = new Set(REDACTED_QUERY_PARAMETERS.map((p) => p.toLowerCase()));
+
+export function redactQuery(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const pairs = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const name = eq === -1 ? pair : pair.slice(0, eq);
+      let decoded = name;
+      try {
+        decoded = decodeURIComponent(name);
+      } catch {
+        // keep the raw name
+      }
+      return eq !== -1 && REDACTED.has(decoded.toLowerCase()) ? `${name}=[redacted]` : pair;
+    });
+  return `${url.slice(0, q)}?${pairs.join('&')}`;
 }
 
 /** Routes Nest's own log calls into the same pino instance as Fastify's request logs. */

@@ -36,6 +36,8 @@ export function httpStatusFor(code: ErrorCode): { status: number; title: string 
       return { status: 405, title: 'Method not allowed' };
     case ErrorCode.ServiceUnavailable:
       return { status: 503, title: 'Service unavailable' };
+    case ErrorCode.DatabaseUnavailable:
+      return { status: 503, title: 'Database unavailable' };
     case ErrorCode.Internal:
       return { status: 500, title: 'Internal server error' };
     default:

@@ -1,7 +1,10 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ErrorCode, InvalidParameterError } from './errors.js';
+import { isDatabaseUnavailable } from '../database/database-errors.js';
 import { codeForStatus, problem, PROBLEM_CONTENT_TYPE, type Problem } from './problem-http.js';
+
+const RETRY_AFTER_SECONDS = 5;
 
 /** Turns every error leaving a controller (or the router) into an RFC 9457 problem response. */
 @Catch()
@@ -13,7 +16,11 @@ export class ProblemFilter implements ExceptionFilter {
     const request = http.getRequest<FastifyRequest>();
     const reply = http.getResponse<FastifyReply>();
     const body = this.toProblem(error, request);
-    if (body.status >= 500) {
+    // The read models are fine, the database just cannot answer now: tell clients when to come back.
+    if (body.code === ErrorCode.DatabaseUnavailable) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    if (body.code === ErrorCode.DatabaseUnavailable) {
+      this.logger.warn({ err: (error as Error).message, reqId: request.id, msg: 'database unavailable' });
+    } else if (body.status >= 500) {
       this.logger.error({ err: error, reqId: request.id, msg: 'request failed' });
     }
     void reply.status(body.status).header('content-type', PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
@@ -37,6 +44,9 @@ export class ProblemFilter implements ExceptionFilter {
       }
       const detail = status < 500 ? error.message : 'The server could not complete the request.';
       return { ...problem(code, detail, { instance }), status };
+    }
+    if (isDatabaseUnavailable(error)) {
+      return problem(ErrorCode.DatabaseUnavailable, 'The database is not answering right now; retry after the Retry-After delay.', { instance });
     }
     const status = (error as { statusCode?: unknown })?.statusCode;
     if (typeof status === 'number' && status >= 400 && status < 500) {

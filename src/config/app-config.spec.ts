@@ -9,12 +9,31 @@ describe('loadConfig', () => {
 
   it('reads Kafka settings when KAFKA_BROKERS is set', () => {
     const config = loadConfig({ KAFKA_BROKERS: 'a:9092, b:9092', KAFKA_TOPIC: 't', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p', KAFKA_SSL: 'true' });
-    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9092'], topic: 't', groupId: 'subscription-read-models', clientId: 'subscription-records', ssl: true, sessionTimeoutMs: 30000, maxBytesPerPartition: 4194304, partitionsConcurrency: 2, sasl: { mechanism: 'plain', username: 'u', password: 'p' } });
+    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9092'], topic: 't', groupId: 'subscription-read-models', clientId: 'subscription-records', ssl: true, sessionTimeoutMs: 30000, maxBytesPerPartition: 4194304, partitionsConcurrency: 2, sasl: { mechanism: 'plain', username: 'u', password: 'p' }, maxMessageBytes: 1048588 });
   });
 
   it('refuses production without a way to verify tokens', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET or JWT_JWKS_URI must be set/);
-    expect(loadConfig({ NODE_ENV: 'production', JWT_JWKS_URI: 'https://id.example.com/jwks.json' }).jwt.jwksUri).toBe('https://id.example.com/jwks.json');
+    expect(loadConfig({ NODE_ENV: 'production', JWT_JWKS_URI: 'https://id.example.com/jwks.json', ALLOW_EMBEDDED: 'true' }).jwt.jwksUri).toBe('https://id.example.com/jwks.json');
+  });
+
+  it('refuses the embedded PostgreSQL and event log in production unless ALLOW_EMBEDDED=true', () => {
+    const production = { NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32) };
+    // KAFKA_BROKER is a typo: the service would otherwise fall back to the embedded log silently
+    expect(() => loadConfig({ ...production, DATABASE_URL: 'postgres://db/x', KAFKA_BROKER: 'k:9092' })).toThrow(/KAFKA_BROKERS must be set when NODE_ENV=production/);
+    expect(() => loadConfig({ ...production, KAFKA_BROKERS: 'k:9092' })).toThrow(/DATABASE_URL must be set when NODE_ENV=production/);
+    expect(loadConfig({ ...production, DATABASE_URL: 'postgres://db/x', KAFKA_BROKERS: 'k:9092' }).kafka?.brokers).toEqual(['k:9092']);
+    expect(loadConfig({ ...production, ALLOW_EMBEDDED: 'true' }).databaseUrl).toBeUndefined();
+  });
+
+  it('warns about unknown variables of its own prefixes, by name', () => {
+    const config = loadConfig({ KAFKA_BROKER: 'k:9092', DATABASE_URI: 'x', JWT_SECRETS: 'y', WEBHOOK_MAX_AGES: '1', HOME: '/root', KAFKA_TOPIC: 't' });
+    expect(config.warnings).toEqual([
+      'unknown variable DATABASE_URI ignored (a typo? see the README\'s configuration table)',
+      'unknown variable JWT_SECRETS ignored (a typo? see the README\'s configuration table)',
+      'unknown variable KAFKA_BROKER ignored (a typo? see the README\'s configuration table)',
+      'unknown variable WEBHOOK_MAX_AGES ignored (a typo? see the README\'s configuration table)',
+    ]);
   });
 
   it('names every wrong variable', () => {

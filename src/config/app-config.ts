@@ -101,7 +101,31 @@ class Environment {
 
   @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
   PROJECTION_BATCH_SIZE = 5000;
+
+  /** An event timed further ahead of its log timestamp is dead-lettered (future_time). */
+  @Transform(toInt) @IsInt() @Min(0) @Max(365 * 86_400_000)
+  EVENT_TIME_MAX_SKEW_MS = 86_400_000;
+
+  /** The broker's message.max.bytes: dead-letter copies to <topic>.dlq are truncated to fit it. */
+  @Transform(toInt) @IsInt() @Min(4096) @Max(256 * 1024 * 1024)
+  KAFKA_MAX_MESSAGE_BYTES = 1_048_588;
+
+  /** With NODE_ENV=production, the embedded PostgreSQL and event log are refused unless this is true. */
+  @Transform(toBool) @IsBoolean()
+  ALLOW_EMBEDDED = false;
+
+  /** PostgreSQL statement_timeout for API queries. */
+  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  STATEMENT_TIMEOUT_MS = 10_000;
+
+  /** Time an HTTP request may take before the service answers 503. */
+  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  REQUEST_TIMEOUT_MS = 15_000;
 }
+
+/** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
+const OWNED_PREFIXES = ['KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_'];
+const KNOWN_VARIABLES = new Set(Object.keys(new Environment()).concat(['DATABASE_URL', 'JWT_SECRET', 'JWT_JWKS_URI', 'JWT_ISSUER', 'JWT_AUDIENCE', 'KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']));
 
 export type KafkaSettings = {
   brokers: string[];
@@ -113,6 +137,7 @@ export type KafkaSettings = {
   maxBytesPerPartition: number;
   partitionsConcurrency: number;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  maxMessageBytes: number;
 };
 
 export type AppConfig = Readonly<{
@@ -131,6 +156,11 @@ export type AppConfig = Readonly<{
   projectionBatchSize: number;
   /** Swagger UI at /docs; /openapi.json is always served. */
   docsUiEnabled: boolean;
+  eventTimeMaxSkewMs: number;
+  statementTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** Things worth saying at start-up that do not stop it (unknown variables of ours, by name). */
+  warnings: readonly string[];
 }>;
 
 export class ConfigError extends Error {
@@ -158,6 +188,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   if (env.KAFKA_BROKERS && env.KAFKA_BROKERS.length === 0) {
     problems.push('KAFKA_BROKERS must list at least one host:port');
   }
+  if (env.NODE_ENV === 'production' && !env.ALLOW_EMBEDDED) {
+    if (!env.DATABASE_URL) problems.push('DATABASE_URL must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to run the embedded PostgreSQL)');
+    if (!env.KAFKA_BROKERS) problems.push('KAFKA_BROKERS must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to use the embedded event log)');
+  }
+  const warnings = Object.keys(raw)
+    .filter((name) => OWNED_PREFIXES.some((p) => name.startsWith(p)) && !KNOWN_VARIABLES.has(name))
+    .sort()
+    .map((name) => `unknown variable ${name} ignored (a typo? see the README's configuration table)`);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return Object.freeze({
@@ -186,12 +224,17 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
           sasl: env.KAFKA_SASL_MECHANISM
             ? { mechanism: env.KAFKA_SASL_MECHANISM, username: env.KAFKA_SASL_USERNAME!, password: env.KAFKA_SASL_PASSWORD! }
             : undefined,
+          maxMessageBytes: env.KAFKA_MAX_MESSAGE_BYTES,
         })
       : undefined,
     eventLogTopic: env.KAFKA_TOPIC,
     consumerEnabled: env.CONSUMER_ENABLED,
     projectionBatchSize: env.PROJECTION_BATCH_SIZE,
     docsUiEnabled: env.DOCS_UI_ENABLED,
+    eventTimeMaxSkewMs: env.EVENT_TIME_MAX_SKEW_MS,
+    statementTimeoutMs: env.STATEMENT_TIMEOUT_MS,
+    requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+    warnings: Object.freeze(warnings),
   });
 }
 

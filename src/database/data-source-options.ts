@@ -4,10 +4,15 @@ import { ReadModels1763700000000 } from './migrations/1763700000000-read-models.
 import { Rebuilds1763800000000 } from './migrations/1763800000000-rebuilds.js';
 import { CountsAndSummaries1763900000000 } from './migrations/1763900000000-counts-and-summaries.js';
 import { LifecycleRules1764000000000 } from './migrations/1764000000000-lifecycle-rules.js';
+import { FaultProofing1764100000000 } from './migrations/1764100000000-fault-proofing.js';
 
-export const MIGRATIONS = [ReadModels1763700000000, Rebuilds1763800000000, CountsAndSummaries1763900000000, LifecycleRules1764000000000];
+export const MIGRATIONS = [ReadModels1763700000000, Rebuilds1763800000000, CountsAndSummaries1763900000000, LifecycleRules1764000000000, FaultProofing1764100000000];
 
-export function dataSourceOptions(url: string, overrides: Partial<{ poolSize: number; applicationName: string }> = {}): DataSourceOptions {
+/**
+ * statementTimeoutMs bounds every statement on the pool (the service's API); the projection and the
+ * long migrations lift it inside their own transactions (SET LOCAL statement_timeout = 0).
+ */
+export function dataSourceOptions(url: string, overrides: Partial<{ poolSize: number; applicationName: string; statementTimeoutMs: number }> = {}): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -19,6 +24,6 @@ export function dataSourceOptions(url: string, overrides: Partial<{ poolSize: nu
     logging: false,
     poolSize: overrides.poolSize ?? 10,
     applicationName: overrides.applicationName ?? 'subscription-records',
-    extra: { connectionTimeoutMillis: 5000 },
+    extra: { connectionTimeoutMillis: 5000, ...(overrides.statementTimeoutMs ? { statement_timeout: overrides.statementTimeoutMs } : {}) },
   };
 }

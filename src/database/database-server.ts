@@ -1,13 +1,16 @@
 import { Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
-import { startEmbeddedPostgres } from './embedded-postgres.js';
+import { startEmbeddedPostgres, type EmbeddedHealth } from './embedded-postgres.js';
 
-export type DatabaseServer = { url: string; mode: 'embedded' | 'external'; stop(): Promise<void> };
+export type DatabaseServer = { url: string; mode: 'embedded' | 'external'; stop(): Promise<void>; health?(): EmbeddedHealth };
 
-/** DATABASE_URL when set, otherwise the embedded PostgreSQL under DATA_DIR. */
-export async function openDatabaseServer(config: AppConfig): Promise<DatabaseServer> {
+/**
+ * DATABASE_URL when set, otherwise the embedded PostgreSQL under DATA_DIR: started and owned by the
+ * service (`start`), only attached to by the CLI, which never starts or stops it.
+ */
+export async function openDatabaseServer(config: AppConfig, options: { start?: boolean } = {}): Promise<DatabaseServer> {
   if (config.databaseUrl) return { url: config.databaseUrl, mode: 'external', stop: async () => undefined };
   const logger = new Logger('database');
-  const embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPgPort, (m) => logger.log(m));
+  const embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPgPort, { start: options.start ?? true, log: (m) => logger.log(m) });
   return { ...embedded, mode: 'embedded' };
 }

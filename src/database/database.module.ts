@@ -12,7 +12,7 @@ export const DATABASE_SERVER = Symbol('DATABASE_SERVER');
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@Inject(DATABASE_SERVER) private readonly server: DatabaseServer) {}
 
-  static forRoot(server: DatabaseServer, options: { poolSize?: number; applicationName?: string } = {}): DynamicModule {
+  static forRoot(server: DatabaseServer, options: { poolSize?: number; applicationName?: string; statementTimeoutMs?: number } = {}): DynamicModule {
     return {
       module: DatabaseModule,
       imports: [

@@ -99,6 +99,8 @@ export class ProjectionOffsetEntity {
   @PrimaryColumn({ type: 'integer' }) partition: number;
   @Column({ name: 'next_offset', type: 'bigint' }) nextOffset: string;
   @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' }) updatedAt: Date;
+  /** SHA-1 of the message at next_offset - 1: recognises a recreated or rewritten topic. */
+  @Column({ name: 'last_message_sha1', type: 'bytea', nullable: true }) lastMessageSha1: Buffer | null;
 }
 
 @Entity({ schema: 'public', name: 'event_log' })
@@ -125,7 +127,8 @@ export class DeadLetterEntity {
   @Column({ type: 'text' }) topic: string;
   @Column({ type: 'integer' }) partition: number;
   @Column({ type: 'bigint' }) offset: string;
-  @Column({ type: 'text', nullable: true }) key: string | null;
+  /** Bytes as the log held them: a Kafka key may be anything, NUL included. */
+  @Column({ type: 'bytea', nullable: true }) key: Buffer | null;
   @Column({ type: 'bytea' }) value: Buffer;
   @Column({ type: 'text' }) code: string;
   @Column({ type: 'text' }) reason: string;

@@ -6,9 +6,12 @@ import { runMigrations } from './migrate.js';
 
 export type OpenDatabase = { server: DatabaseServer; db: DataSource; close(): Promise<void> };
 
-/** For CLI commands: the configured (or embedded) PostgreSQL, migrated, outside a Nest app. */
+/**
+ * For CLI commands: the configured PostgreSQL, or the embedded one the running service owns (the CLI
+ * attaches and never starts or stops it), migrated, outside a Nest app.
+ */
 export async function openDatabase(config: AppConfig, applicationName: string): Promise<OpenDatabase> {
-  const server = await openDatabaseServer(config);
+  const server = await openDatabaseServer(config, { start: false });
   const db = await new DataSource(dataSourceOptions(server.url, { poolSize: 6, applicationName })).initialize();
   await runMigrations(db);
   return {

@@ -23,7 +23,8 @@ export const eventLogSql = {
   notify: `SELECT pg_notify('${NOTIFY_CHANNEL}', $1)`,
   // ORDER BY names the table column: the bare name would bind to the text alias and sort "10" < "9".
   read: `
-    SELECT l."offset"::text AS "offset", l.key, l.value FROM public.event_log l
+    SELECT l."offset"::text AS "offset", l.key, l.value, (extract(epoch FROM l.appended_at) * 1000)::bigint::text AS "timestamp"
+    FROM public.event_log l
     WHERE l.topic = $1 AND l.partition = $2 AND l."offset" >= $3
     ORDER BY l."offset" LIMIT $4`,
   endOffsets: `SELECT partition, next_offset::text AS next_offset FROM public.event_log_heads WHERE topic = $1 ORDER BY partition`,

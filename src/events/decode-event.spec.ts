@@ -66,6 +66,28 @@ describe('decodeEvent', () => {
     }
   });
 
+  it.each([
+    ['a NUL in an id', tx({ transactionId: 'apple:t\u0000x' }), '/data/transactionId: contains a NUL character'],
+    ['a NUL in a username', tx({ applicationUsername: 'al\u0000ice' }), '/data/applicationUsername: contains a NUL character'],
+    ['a NUL in a field name', tx({ 'weird\u0000': 1 }), 'contains a NUL character'],
+    ['an unpaired surrogate', tx({ applicationUsername: 'a\ud800b' }), 'unpaired UTF-16 surrogate'],
+    ['a time in year 0000', tx({}, { time: '0000-01-01T00:00:00Z' }), '/time 0000-01-01T00:00:00Z is outside the years 0001-9999'],
+    ['a time beyond 9999 in UTC', tx({}, { time: '9999-12-31T23:00:00-02:00' }), 'outside the years 0001-9999 in UTC'],
+    ['a purchaseDate in year 0000', tx({ purchaseDate: '0000-03-01T00:00:00Z' }), '/data/purchaseDate'],
+    ['an id over 512 bytes of UTF-8', tx({ transactionId: 'apple:' + 'é'.repeat(300) }), '/data/transactionId: 606 bytes in UTF-8; at most 512'],
+  ])('refuses what PostgreSQL cannot store: %s', (_, raw, reason) => {
+    expect(decodeEvent(raw)).toEqual({ ok: false, code: RejectCode.Unstorable, reason: expect.stringContaining(reason) });
+  });
+
+  it('refuses an event timed further ahead of its log timestamp than the allowed skew, deterministically', () => {
+    const receivedAt = Date.parse('2024-03-01T00:00:00Z');
+    const raw = tx({}, { time: '2024-03-02T00:00:01Z' });
+    expect(decodeEvent(raw, { receivedAt })).toMatchObject({ ok: false, code: RejectCode.FutureTime, reason: expect.stringContaining('/time 2024-03-02T00:00:01.000000Z is more than 86400 s ahead') });
+    expect(decodeEvent(raw, { receivedAt: receivedAt + 1000 })).toMatchObject({ ok: true });
+    expect(decodeEvent(raw, { receivedAt, maxFutureSkewMs: 2 * 86_400_000 })).toMatchObject({ ok: true });
+    expect(decodeEvent(tx({}, { time: '9999-01-01T00:00:00Z' }))).toMatchObject({ ok: false, code: RejectCode.FutureTime });
+  });
+
   it('names the missing property', () => {
     const decoded = decodeEvent(tx({ receiptId: undefined }));
     expect(decoded).toMatchObject({ ok: false, reason: expect.stringContaining('receiptId') });

@@ -10,7 +10,26 @@ export enum RejectCode {
   UnknownType = 'unknown_type',
   SchemaViolation = 'schema_violation',
   BadIdentifier = 'bad_identifier',
+  /** Valid JSON and schema, but PostgreSQL could not store it (NUL, unpaired surrogate, year outside 0001-9999, over-long key). */
+  Unstorable = 'unstorable_value',
+  /** `time` further in the future than the allowed clock skew: it would win every later update. */
+  FutureTime = 'future_time',
+  /** PostgreSQL refused the event when it was projected; found by splitting the batch. */
+  ProjectionFailed = 'projection_failed',
 }
+
+export type DecodeOptions = {
+  /** When the log received the message (epoch ms): what `time` is compared with, so replays decide alike. */
+  receivedAt?: number;
+  /** How far `time` may be ahead of receivedAt; default 1 day. */
+  maxFutureSkewMs?: number;
+};
+
+export const DEFAULT_MAX_FUTURE_SKEW_MS = 86_400_000;
+
+/** UTF-8 bytes an identifier or username may take: every index entry stays far below PostgreSQL's 2704-byte limit. */
+const MAX_KEY_BYTES = 512;
+const MAX_APP_BYTES = 200;
 
 export type Decoded = { ok: true; event: PurchaseEvent } | { ok: false; code: RejectCode; reason: string };
 
@@ -30,8 +49,8 @@ const DATE_FIELDS = [
   'revocationDate',
 ] as const;
 
-/** Parses and validates one message value. Pure: same bytes, same answer. */
-export function decodeEvent(value: Buffer | string | null): Decoded {
+/** Parses and validates one message value. Pure: same bytes and options, same answer. */
+export function decodeEvent(value: Buffer | string | null, options: DecodeOptions = {}): Decoded {
   if (value === null) return { ok: false, code: RejectCode.NotJson, reason: 'message has no value' };
   let raw: unknown;
   try {
@@ -51,7 +70,50 @@ export function decodeEvent(value: Buffer | string | null): Decoded {
     const code = validate.errors?.some(isIdentifierError) ? RejectCode.BadIdentifier : RejectCode.SchemaViolation;
     return { ok: false, code, reason: describe(validate.errors) };
   }
-  return normalise(raw as RawEvent);
+  const unstorable = findUnstorable(raw, '');
+  if (unstorable) return { ok: false, code: RejectCode.Unstorable, reason: unstorable };
+  const decoded = normalise(raw as RawEvent);
+  if (!decoded.ok) return decoded;
+  const tooLong = overlongKey(decoded.event);
+  if (tooLong) return { ok: false, code: RejectCode.Unstorable, reason: tooLong };
+  const receivedAt = options.receivedAt ?? Date.now();
+  const skew = options.maxFutureSkewMs ?? DEFAULT_MAX_FUTURE_SKEW_MS;
+  if (Date.parse(decoded.event.time) - receivedAt > skew) {
+    return {
+      ok: false,
+      code: RejectCode.FutureTime,
+      reason: `/time ${decoded.event.time} is more than ${skew / 1000} s ahead of when the log received the event (${new Date(receivedAt).toISOString()})`,
+    };
+  }
+  return decoded;
+}
+
+/** NUL and unpaired surrogates cannot be stored in PostgreSQL text or json: names the first such string. */
+function findUnstorable(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) return `${path || '/'}: contains a NUL character, which PostgreSQL cannot store`;
+    if (!value.isWellFormed()) return `${path || '/'}: contains an unpaired UTF-16 surrogate (not valid Unicode)`;
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [key, inner] of Object.entries(value)) {
+    const keyProblem = findUnstorable(key, `${path}/${key}`);
+    if (keyProblem) return keyProblem;
+    const found = findUnstorable(inner, `${path}/${key}`);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function overlongKey(event: PurchaseEvent): string | undefined {
+  const check = (path: string, value: string | undefined, max: number) =>
+    value !== undefined && Buffer.byteLength(value, 'utf8') > max ? `${path}: ${Buffer.byteLength(value, 'utf8')} bytes in UTF-8; at most ${max}` : undefined;
+  const d = event.data as Record<string, string | undefined>;
+  return (
+    check('/appid', event.appId, MAX_APP_BYTES) ??
+    check('/id', event.id, MAX_KEY_BYTES) ??
+    ['transactionId', 'purchaseId', 'productId', 'receiptId', 'applicationUsername'].map((f) => check(`/data/${f}`, d[f], MAX_KEY_BYTES)).find(Boolean)
+  );
 }
 
 type RawEvent = { id: string; appid: string; time: string; type: string; data: Record<string, unknown> };
@@ -59,6 +121,7 @@ type RawEvent = { id: string; appid: string; time: string; type: string; data: R
 function normalise(raw: RawEvent): Decoded {
   const time = normalizeTime(raw.time);
   if (!time) return { ok: false, code: RejectCode.SchemaViolation, reason: `/time: not an RFC 3339 date-time: ${raw.time}` };
+  if (!storableYear(time)) return { ok: false, code: RejectCode.Unstorable, reason: `/time ${raw.time} is outside the years 0001-9999 in UTC` };
   const base = { id: raw.id, appId: raw.appid, time };
   if (raw.type === 'receipt.linked') {
     const data = raw.data as { receiptId: string; applicationUsername: string };
@@ -85,11 +148,15 @@ function normalise(raw: RawEvent): Decoded {
     if (value !== undefined) {
       const normal = normalizeTime(value);
       if (!normal) return { ok: false, code: RejectCode.SchemaViolation, reason: `/data/${field}: not an RFC 3339 date-time` };
+      if (!storableYear(normal)) return { ok: false, code: RejectCode.Unstorable, reason: `/data/${field} ${value} is outside the years 0001-9999 in UTC` };
       data[field] = normal;
     }
   }
   return { ok: true, event: { ...base, type: 'transaction.updated', data } };
 }
+
+/** PostgreSQL's timestamptz has no year 0, and the normal form has four year digits. */
+const storableYear = (normal: string) => /^\d{4}-/.test(normal) && !normal.startsWith('0000-');
 
 const KNOWN = Object.keys(TRANSACTION_FIELDS).filter(
   (k) => k !== 'priceUSD' && k !== 'priceMicros',

@@ -38,21 +38,32 @@ export const DEFAULT_APPS = [
 
 type Event = Record<string, unknown>;
 
-/** Yields CloudEvents (as plain objects) customer by customer; within a customer, in time order. */
+/**
+ * Yields CloudEvents (as plain objects) customer by customer; within a customer, in time order.
+ * Nothing is timed after `until`: a stream generated today holds no event from the future.
+ */
 export function* generateEvents(o: GenerateOptions): Generator<Event> {
+  const until = (o.until ?? new Date(Date.UTC(2026, 10, 21))).getTime();
+  let produced = 0;
+  for (const event of lifecycles(o, until, () => produced)) {
+    if (Date.parse(event.time as string) > until) continue;
+    produced++;
+    yield event;
+    if (produced >= o.events) return;
+  }
+}
+
+function* lifecycles(o: GenerateOptions, until: number, count: () => number): Generator<Event> {
   const rnd = mulberry32(o.seed);
   const apps = o.apps ?? DEFAULT_APPS;
   const totalWeight = apps.reduce((s, a) => s + a.weight, 0);
-  const until = (o.until ?? new Date(Date.UTC(2026, 10, 21))).getTime();
   const from = until - 3 * 365 * DAY;
   const pick = <T>(items: T[]) => items[Math.floor(rnd() * items.length)];
   const iso = (ms: number) => new Date(ms).toISOString();
-  let produced = 0;
   let eventSeq = 0;
   let customer = 0;
 
   const emit = (app: string, type: string, time: number, data: Event): Event => {
-    produced++;
     return {
       specversion: '1.0',
       id: `${o.seed}-${++eventSeq}`,
@@ -65,7 +76,7 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
     };
   };
 
-  while (produced < o.events) {
+  while (count() < o.events) {
     customer++;
     let r = rnd() * totalWeight;
     const app = apps.find((a) => (r -= a.weight) < 0)?.id ?? apps[0].id;
@@ -80,7 +91,7 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
     if (kind < 0.2) {
       // consumables: a few coin packs
       const purchases = 1 + Math.floor(rnd() * 4);
-      for (let i = 0; i < purchases && produced < o.events; i++) {
+      for (let i = 0; i < purchases && count() < o.events; i++) {
         const t = start + i * Math.floor(rnd() * 20 * DAY);
         if (t > until) break;
         const id = `${platform}:c-${o.seed}-${customer}-${i}`;
@@ -130,7 +141,7 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
       });
       t += 7 * DAY;
     }
-    for (; n < lifetime && t < until && produced < o.events; n++, t += period) {
+    for (; n < lifetime && t < until && count() < o.events; n++, t += period) {
       const last = n === lifetime - 1;
       const data: Event = {
         ...common,
@@ -148,35 +159,35 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
         currency: 'USD',
         ...(n === 0 && rnd() < 0.1 ? { isIntroPeriod: true } : {}),
       };
-      if (n === 0 && !trial && platform === 'google' && rnd() < 0.02 && produced < o.events) {
+      if (n === 0 && !trial && platform === 'google' && rnd() < 0.02 && count() < o.events) {
         // a pending purchase (e.g. cash payment), completed a day later
         yield emit(app, 'transaction.updated', t + 1000, { ...data, isPending: true });
-        if (produced >= o.events) break;
+        if (count() >= o.events) break;
       }
       yield emit(app, 'transaction.updated', t + 3000, data);
-      if (n === restoreAfter && produced < o.events) {
+      if (n === restoreAfter && count() < o.events) {
         yield emit(app, 'receipt.linked', t + period / 3, { receiptId, applicationUsername: `${user}-restored` });
       }
-      if (last && rnd() < 0.4 && produced < o.events) {
+      if (last && rnd() < 0.4 && count() < o.events) {
         // turned auto-renew off during the last period
         yield emit(app, 'transaction.updated', t + period / 2, { ...data, renewalIntent: 'Lapse', renewalIntentChangeDate: iso(t + period / 2 - 1000) });
       }
-      if (last && !yearly && rnd() < 0.05 && produced < o.events) {
+      if (last && !yearly && rnd() < 0.05 && count() < o.events) {
         // the renewal failed: billing retry, with a 16-day grace period half of the time
         const grace = rnd() < 0.5 ? { gracePeriodExpirationDate: iso(t + period + 16 * DAY) } : {};
         yield emit(app, 'transaction.updated', t + period + 60_000, { ...data, isBillingRetryPeriod: true, ...grace });
       }
-      if (rnd() < 0.02 && produced < o.events) {
+      if (rnd() < 0.02 && count() < o.events) {
         // refunded: Apple keeps the expiration and adds the revocation
         const refundAt = t + Math.floor(rnd() * 10 * DAY);
         yield emit(app, 'transaction.updated', refundAt, { ...data, revocationDate: iso(refundAt), isExpired: true, cancelationReason: 'Customer', renewalIntent: 'Lapse' });
         break;
       }
-      if (!yearly && !last && rnd() < 0.01 && produced < o.events) {
+      if (!yearly && !last && rnd() < 0.01 && count() < o.events) {
         // upgraded to the yearly plan half-way through the period
         const at = t + period / 2;
         yield emit(app, 'transaction.updated', at, { ...data, isUpgraded: true });
-        if (produced >= o.events) break;
+        if (count() >= o.events) break;
         const upgradeId = `${purchaseId}-up`;
         yield emit(app, 'transaction.updated', at + 1000, {
           ...common,
@@ -193,7 +204,7 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
         });
         break;
       }
-      if (n > 0 && rnd() < 0.002 && produced < o.events) {
+      if (n > 0 && rnd() < 0.002 && count() < o.events) {
         // the store reports the renewal under another receipt of the same platform (a merged account)
         yield emit(app, 'transaction.updated', t + DAY, { ...data, receiptId: `${platform}:r-${o.seed}-${Math.max(1, customer - 1)}` });
       }

@@ -1,9 +1,11 @@
-import { Controller, Get, Inject, Optional } from '@nestjs/common';
+import { Controller, Get, Inject, Optional, ServiceUnavailableException } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../database/data-source-options.js';
+import { DATABASE_SERVER } from '../database/database.module.js';
+import type { DatabaseServer } from '../database/database-server.js';
 import { CONSUMER_STATUS, type ConsumerStatus } from './consumer-status.js';
 
 @ApiExcludeController()
@@ -13,22 +15,33 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly indicator: HealthIndicatorService,
     @InjectDataSource() private readonly db: DataSource,
+    @Inject(DATABASE_SERVER) private readonly server: DatabaseServer,
     @Optional() @Inject(CONSUMER_STATUS) private readonly consumer?: ConsumerStatus,
   ) {}
 
-  /** The process answers; nothing else is checked. */
+  /**
+   * The process answers. Fails only when the embedded PostgreSQL this process owns died and could
+   * not be brought back: then a restart of the whole service is what helps.
+   */
   @Get('live')
   live() {
+    const embedded = this.server.health?.();
+    if (embedded?.state === 'failed') throw new ServiceUnavailableException({ status: 'down', reason: embedded.reason });
     return { status: 'ok' };
   }
 
-  /** Database reachable with every migration applied, and the projection consumer running. */
+  /**
+   * Database reachable with every migration applied, and the projection consumer running; when not,
+   * the consumer's state and reason (docs/operations.md says what each means and what to do).
+   */
   @Get('ready')
   @HealthCheck()
   ready() {
     return this.health.check([
       async () => {
         const check = this.indicator.check('database');
+        const embedded = this.server.health?.();
+        if (embedded && embedded.state !== 'up') return check.down({ embedded: embedded.state, reason: embedded.reason });
         try {
           const rows: { name: string }[] = await this.db.query('SELECT name FROM migrations');
           const applied = new Set(rows.map((r) => r.name));
@@ -41,8 +54,9 @@ export class HealthController {
       async () => {
         const check = this.indicator.check('consumer');
         if (!this.consumer) return check.up({ state: 'disabled' });
-        const state = this.consumer.state();
-        return state === 'running' ? check.up({ state }) : check.down({ state });
+        const { state, reason, blocked } = this.consumer.health();
+        const detail = { state, ...(reason ? { reason } : {}), ...(blocked ? { blocked } : {}) };
+        return state === 'running' ? check.up(detail) : check.down(detail);
       },
     ]);
   }

@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { applyBatch, type ApplyOptions, type Batch, type BatchOutcome } from '../projection/apply-batch.js';
-import { backoffMs, isTransient } from './failure-policy.js';
+import { backoffMs, isContentError, isTransient } from './failure-policy.js';
 import { PROJECTION_OBSERVER, type ProjectionObserver } from './projection-observer.js';
 
 export type RetryControl = {
@@ -26,6 +27,7 @@ export class Projector {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     @Inject(PROJECTION_OBSERVER) private readonly observer: ProjectionObserver,
+    @Inject(APP_CONFIG) private readonly config: Pick<AppConfig, 'eventTimeMaxSkewMs'>,
   ) {}
 
   get isRetrying(): boolean {
@@ -36,12 +38,13 @@ export class Projector {
     for (let attempt = 0; ; attempt++) {
       const started = performance.now();
       try {
-        const outcome = await applyBatch(this.db, batch, options);
+        const outcome = await applyBatch(this.db, batch, { maxFutureSkewMs: this.config.eventTimeMaxSkewMs, ...options });
         this.retrying = false;
         this.observer.batchApplied(batch, outcome, performance.now() - started);
         return outcome;
       } catch (error) {
         if (!control.shouldContinue()) throw new BatchAbandoned('consumer stopping');
+        if (isContentError(error)) return this.isolate(batch, control, options, error as Error);
         this.retrying = true;
         const wait = backoffMs(attempt);
         const detail = { topic: batch.topic, partition: batch.partition, firstOffset: batch.messages[0]?.offset, attempt, retryInMs: wait, err: (error as Error).message };
@@ -51,6 +54,31 @@ export class Projector {
         await this.pause(wait, control);
       }
     }
+  }
+
+  /**
+   * PostgreSQL refused something in the batch for its content: apply the halves in order until the
+   * one event it refuses is alone, and dead-letter that event, so no single message stops a partition.
+   */
+  private async isolate(batch: Batch, control: RetryControl, options: ApplyOptions, error: Error): Promise<BatchOutcome> {
+    if (batch.messages.length === 1) {
+      const [msg] = batch.messages;
+      this.logger.error({ topic: batch.topic, partition: batch.partition, offset: msg.offset, err: error.message, msg: 'PostgreSQL refused this event; dead-lettering it' });
+      return this.apply(batch, control, { ...options, refused: new Map([...(options.refused ?? []), [msg.offset, error.message]]) });
+    }
+    const middle = Math.floor(batch.messages.length / 2);
+    const first = await this.apply({ ...batch, messages: batch.messages.slice(0, middle) }, control, options);
+    if (first.kind === 'gap') return first;
+    const second = await this.apply({ ...batch, messages: batch.messages.slice(middle) }, control, options);
+    if (second.kind === 'gap') return second;
+    return {
+      kind: 'applied',
+      nextOffset: second.nextOffset,
+      applied: [...first.applied, ...second.applied],
+      duplicates: first.duplicates + second.duplicates,
+      alreadyProjected: first.alreadyProjected + second.alreadyProjected,
+      deadLetters: [...first.deadLetters, ...second.deadLetters],
+    };
   }
 
   private async pause(ms: number, control: RetryControl): Promise<void> {

@@ -28,14 +28,31 @@ function consumerStatus(refs: ModuleRef): ConsumerStatus | undefined {
   }
 }
 
-async function liveLag(db: DataSource, consumer?: ConsumerStatus) {
-  if (!consumer) return [];
-  const [ends, stored] = await Promise.all([
-    consumer.endOffsets(),
-    db.query('SELECT partition, next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1', [consumer.topic]) as Promise<{ partition: number; next_offset: string }[]>,
-  ]);
-  const at = new Map(stored.map((r) => [r.partition, BigInt(r.next_offset)]));
-  return [...ends].map(([partition, end]) => ({ topic: consumer.topic, partition, lag: Number(end - (at.get(partition) ?? 0n)) }));
+/**
+ * Lag per partition. While the broker cannot be asked for its log end, the last known ends are
+ * used and the series is flagged stale, so the lag stays visible through an outage.
+ */
+function lagCollector(db: DataSource, refs: ModuleRef) {
+  let lastEnds = new Map<number, bigint>();
+  let stale = false;
+  return {
+    async lag() {
+      const consumer = consumerStatus(refs);
+      if (!consumer) return { lags: [], stale: false };
+      try {
+        lastEnds = await consumer.endOffsets();
+        stale = false;
+      } catch {
+        stale = true;
+      }
+      const stored = (await db.query('SELECT partition, next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1', [consumer.topic])) as {
+        partition: number;
+        next_offset: string;
+      }[];
+      const at = new Map(stored.map((r) => [r.partition, BigInt(r.next_offset)]));
+      return { lags: [...lastEnds].map(([partition, end]) => ({ topic: consumer.topic, partition, lag: Number(end - (at.get(partition) ?? 0n)) })), stale };
+    },
+  };
 }
 
 async function rebuildProgress(db: DataSource): Promise<RebuildProgress[]> {
@@ -62,8 +79,15 @@ async function rebuildProgress(db: DataSource): Promise<RebuildProgress[]> {
       provide: METRICS,
       // The consumer is looked up at scrape time: it depends (through the projector) on these metrics.
       inject: [DataSource, NewestEventClock, ModuleRef],
-      useFactory: (db: DataSource, clock: NewestEventClock, refs: ModuleRef) =>
-        new Metrics({ lag: () => liveLag(db, consumerStatus(refs)), newestEventTime: () => clock.newest, rebuild: () => rebuildProgress(db) }),
+      useFactory: (db: DataSource, clock: NewestEventClock, refs: ModuleRef) => {
+        const lag = lagCollector(db, refs);
+        return new Metrics({
+          lag: () => lag.lag(),
+          consumer: () => consumerStatus(refs)?.health(),
+          newestEventTime: () => clock.newest,
+          rebuild: () => rebuildProgress(db),
+        });
+      },
     },
   ],
   exports: [METRICS, NewestEventClock],

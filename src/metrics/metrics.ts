@@ -1,4 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ConsumerHealth, ConsumerState } from '../health/consumer-status.js';
+
+const CONSUMER_STATES: ConsumerState[] = ['connecting', 'running', 'retrying', 'blocked', 'crashed', 'stopped'];
 
 /** Every metric the service exposes at /metrics, on one registry per application instance. */
 export class Metrics {
@@ -46,16 +49,54 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(collectors: { lag(): Promise<{ topic: string; partition: number; lag: number }[]>; newestEventTime(): number | undefined; rebuild(): Promise<RebuildProgress[]> }) {
+  constructor(collectors: {
+    lag(): Promise<{ lags: { topic: string; partition: number; lag: number }[]; stale: boolean }>;
+    consumer(): ConsumerHealth | undefined;
+    newestEventTime(): number | undefined;
+    rebuild(): Promise<RebuildProgress[]>;
+  }) {
     collectDefaultMetrics({ register: this.registry });
+    // One lag reading per scrape feeds both gauges.
+    let lagReading: Promise<{ lags: { topic: string; partition: number; lag: number }[]; stale: boolean }> | undefined;
+    const readLag = () => (lagReading ??= collectors.lag().catch(() => ({ lags: [], stale: true })).finally(() => setTimeout(() => (lagReading = undefined), 100)));
     new Gauge({
       name: 'projection_consumer_lag',
-      help: 'Log end offset minus the offset stored with the read models, per partition',
+      help: 'Log end offset minus the offset stored with the read models, per partition (last known ends while the broker is away)',
       labelNames: ['topic', 'partition'] as const,
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const l of await collectors.lag().catch(() => [])) this.set({ topic: l.topic, partition: String(l.partition) }, l.lag);
+        for (const l of (await readLag()).lags) this.set({ topic: l.topic, partition: String(l.partition) }, l.lag);
+      },
+    });
+    new Gauge({
+      name: 'projection_consumer_lag_stale',
+      help: '1 when the log end offsets behind projection_consumer_lag could not be read this scrape (broker unreachable)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await readLag()).stale ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'projection_consumer_state',
+      help: 'The live consumer state: 1 on the current state, 0 on the others (docs/operations.md)',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const health = collectors.consumer();
+        if (!health) return;
+        for (const state of CONSUMER_STATES) this.set({ state }, health.state === state ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'projection_partition_blocked',
+      help: '1 for each partition not consumed because its stored offset lies outside the log (see /health/ready)',
+      labelNames: ['partition'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const b of collectors.consumer()?.blocked ?? []) this.set({ partition: String(b.partition) }, 1);
       },
     });
     new Gauge({

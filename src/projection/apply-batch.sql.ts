@@ -113,10 +113,12 @@ export const sql = (schema: string) => ({
 
   insertDeadLetters: `
     INSERT INTO public.dead_letters (topic, partition, "offset", key, value, code, reason)
-    SELECT $1, $2, o, k, v, c, r FROM unnest($3::bigint[], $4::text[], $5::bytea[], $6::text[], $7::text[]) AS d(o, k, v, c, r)
+    SELECT $1, $2, o, k, v, c, r FROM unnest($3::bigint[], $4::bytea[], $5::bytea[], $6::text[], $7::text[]) AS d(o, k, v, c, r)
     ON CONFLICT (topic, partition, "offset") DO NOTHING`,
 
   storeOffset: `
-    UPDATE ${schema}.projection_offsets SET next_offset = GREATEST(next_offset, $3), updated_at = now()
+    UPDATE ${schema}.projection_offsets
+    SET last_message_sha1 = CASE WHEN $3 >= next_offset THEN $4::bytea ELSE last_message_sha1 END,
+        next_offset = GREATEST(next_offset, $3), updated_at = now()
     WHERE topic = $1 AND partition = $2`,
 });

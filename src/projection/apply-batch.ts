@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
-import { decodeEvent, type RejectCode } from '../events/decode-event.js';
+import { decodeEvent, RejectCode, type Decoded } from '../events/decode-event.js';
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { sql } from './apply-batch.sql.js';
 import { refreshSummaries } from './customer-summaries.js';
@@ -7,9 +8,16 @@ import { actionForReject } from './reject-policy.js';
 import { dayCountDeltas, utcDay } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 
-export type LogMessage = { offset: string; key: string | null; value: Buffer | null };
+export type LogMessage = {
+  offset: string;
+  /** Bytes as the log holds them (Kafka keys may be any bytes), or text from the embedded log. */
+  key: Buffer | string | null;
+  value: Buffer | null;
+  /** When the log received the message, epoch ms (Kafka's timestamp, the event log's appended_at). */
+  timestamp?: string;
+};
 export type Batch = { topic: string; partition: number; messages: readonly LogMessage[] };
-export type DeadLetter = { topic: string; partition: number; offset: string; key: string | null; value: Buffer; code: RejectCode; reason: string };
+export type DeadLetter = { topic: string; partition: number; offset: string; key: Buffer | null; value: Buffer; code: RejectCode; reason: string };
 
 export type BatchOutcome =
   | {
@@ -40,7 +48,17 @@ export type ApplyOptions = {
   liveLock?: boolean;
   /** Runs inside the transaction after the rows are written; a throw rolls the batch back. */
   beforeCommit?: (deadLetters: readonly DeadLetter[]) => Promise<void>;
+  /** How far an event's `time` may be ahead of its log timestamp before it is dead-lettered. */
+  maxFutureSkewMs?: number;
+  /**
+   * Messages to dead-letter without projecting (offset -> PostgreSQL's error): the ones the
+   * projector isolated by splitting a batch that PostgreSQL refused for its content.
+   */
+  refused?: ReadonlyMap<string, string>;
 };
+
+/** Identifies the message projected last in a partition, so a rewritten log is recognised on resume. */
+export const messageSha1 = (value: Buffer | null) => createHash('sha1').update(value ?? Buffer.alloc(0)).digest();
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 export const LIVE_SCHEMA = 'read_model';
@@ -63,7 +81,8 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
   const run = async (m: EntityManager): Promise<BatchOutcome> => {
     // The offsets of record commit with the rows, so a commit lost in a PostgreSQL crash is simply
     // re-projected from the log on restart: durability of each batch's commit is not needed.
-    await m.query('SET LOCAL synchronous_commit = off');
+    // The API's statement_timeout does not bound a batch: a slow batch is retried whole anyway.
+    await m.query('SET LOCAL synchronous_commit = off; SET LOCAL statement_timeout = 0');
     // Before any table name is resolved: after a generation switch, names bind to the new schema.
     if (liveLock) await m.query('SELECT pg_advisory_xact_lock_shared($1)', [LIVE_PROJECTION_LOCK]);
     const [{ next_offset: stored }] = (await m.query(q.lockOffset, [batch.topic, batch.partition])) as { next_offset: string }[];
@@ -79,17 +98,21 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     const events: PurchaseEvent[] = [];
     const deadLetters: DeadLetter[] = [];
     for (const msg of fresh) {
-      const decoded = decodeEvent(msg.value);
+      const refusal = options.refused?.get(msg.offset);
+      const decoded: Decoded =
+        refusal !== undefined
+          ? { ok: false, code: RejectCode.ProjectionFailed, reason: `PostgreSQL refused the event: ${refusal}` }
+          : decodeEvent(msg.value, { receivedAt: msg.timestamp === undefined ? undefined : Number(msg.timestamp), maxFutureSkewMs: options.maxFutureSkewMs });
       if (decoded.ok) events.push(decoded.event);
       else if (actionForReject(decoded.code) === 'dead-letter')
         deadLetters.push({
           topic: batch.topic,
           partition: batch.partition,
           offset: msg.offset,
-          key: msg.key,
+          key: msg.key === null ? null : Buffer.isBuffer(msg.key) ? msg.key : Buffer.from(msg.key, 'utf8'),
           value: msg.value ?? Buffer.alloc(0),
           code: decoded.code,
-          reason: decoded.reason,
+          reason: storableText(decoded.reason),
         });
     }
 
@@ -114,8 +137,9 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
         deadLetters.map((d) => d.reason),
       ]);
     }
-    const nextOffset = (BigInt(fresh[fresh.length - 1].offset) + 1n).toString();
-    await m.query(q.storeOffset, [batch.topic, batch.partition, nextOffset]);
+    const last = fresh[fresh.length - 1];
+    const nextOffset = (BigInt(last.offset) + 1n).toString();
+    await m.query(q.storeOffset, [batch.topic, batch.partition, nextOffset, messageSha1(last.value)]);
     await options.beforeCommit?.(deadLetters);
     return {
       kind: 'applied',
@@ -214,6 +238,11 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const customers = sorted([...customerKeys.values()], (c) => key2(c.app_id, c.name));
   const customerDays: Parameters<typeof dayCountDeltas>[0] = [];
   if (customers.length > 0) {
+    // New ones first, then every one locked: a customer another partition's batch created meanwhile
+    // is then seen with its committed first_seen_at, never counted as new twice.
+    const args = [seen.map((c) => c.app_id), seen.map((c) => c.application_username), seen.map((c) => c.first_seen_at)];
+    const inserted = seen.length === 0 ? [] : ((await m.query(q.insertNewCustomers, args)) as { app_id: string; application_username: string }[]);
+    const isNew = new Set(inserted.map((r) => key2(r.app_id, r.application_username)));
     const locked = (await m.query(q.lockCustomers, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as {
       app_id: string;
       application_username: string;
@@ -221,9 +250,6 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     }[];
     const before = new Map(locked.map((r) => [key2(r.app_id, r.application_username), utcDay(r.first_seen_at)]));
     if (seen.length > 0) {
-      const args = [seen.map((c) => c.app_id), seen.map((c) => c.application_username), seen.map((c) => c.first_seen_at)];
-      const inserted = (await m.query(q.insertNewCustomers, args)) as { app_id: string; application_username: string }[];
-      const isNew = new Set(inserted.map((r) => key2(r.app_id, r.application_username)));
       await m.query(q.lowerFirstSeen, args);
       for (const c of seen) {
         const k = key2(c.app_id, c.application_username);
@@ -245,6 +271,9 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
 
   await refreshSummaries(m, schema, sorted([...affected.values()], (c) => key2(c.app_id, c.name)));
 }
+
+/** A reason may quote what was refused; dead-lettering must not fail on the same content. */
+const storableText = (text: string) => text.replaceAll('\u0000', '\\u0000').toWellFormed();
 
 /** Offsets may skip (compaction, transaction markers) but never go back: anything else is a bug upstream. */
 function assertAscending(batch: Batch): void {

@@ -31,17 +31,17 @@ const key = (appId: string, name: string) => `${appId}\u0000${name}`;
 export async function refreshSummaries(m: Pick<EntityManager, 'query'>, schema: string, customers: readonly CustomerKey[]): Promise<void> {
   if (customers.length === 0) return;
   const q = customerSummarySql(schema);
-  const args = [customers.map((c) => c.app_id), customers.map((c) => c.name)];
-  const receipts = (await m.query(q.receipts, args)) as { app_id: string; application_username: string; receipt_id: string }[];
-  const transactions = receipts.length === 0 ? [] : ((await m.query(q.transactions, args)) as TransactionFacts[]);
+  const rows = (await m.query(q.owned, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as (Partial<TransactionFacts> &
+    Pick<TransactionFacts, 'app_id' | 'application_username'> & { receipt_id: string })[];
 
   const receiptIds = new Map<string, string[]>();
-  for (const r of receipts) {
+  for (const r of rows) {
     const k = key(r.app_id, r.application_username);
-    const list = receiptIds.get(k);
-    if (list) list.push(r.receipt_id);
-    else receiptIds.set(k, [r.receipt_id]);
+    const list = receiptIds.get(k) ?? [];
+    if (list[list.length - 1] !== r.receipt_id) list.push(r.receipt_id);
+    receiptIds.set(k, list);
   }
+  const transactions = rows.filter((r): r is TransactionFacts & { receipt_id: string } => typeof r.transaction_id === 'string');
   const owned = new Map<string, LifecycleTransaction[]>();
   for (const t of transactions) {
     const k = key(t.app_id, t.application_username);
@@ -63,7 +63,7 @@ export async function refreshSummaries(m: Pick<EntityManager, 'query'>, schema: 
     });
     owned.set(k, list);
   }
-  const rows = customers.map((c) => {
+  const summaries = customers.map((c) => {
     const k = key(c.app_id, c.name);
     const facts = summarizeCustomer(owned.get(k) ?? []);
     return {
@@ -77,7 +77,7 @@ export async function refreshSummaries(m: Pick<EntityManager, 'query'>, schema: 
       renewal_intent: facts.renewalIntent,
     };
   });
-  await m.query(q.store, [JSON.stringify(rows)]);
+  await m.query(q.store, [JSON.stringify(summaries)]);
 }
 
 /** Re-derives every customer's summary, a chunk of customers per statement (migrations, bulk loads). */

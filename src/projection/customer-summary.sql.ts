@@ -5,28 +5,27 @@
 export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 export const customerSummarySql = (schema: string) => ({
-  /** Receipts each given customer owns ($1 app ids, $2 usernames). */
-  receipts: `
-    SELECT r.app_id, r.application_username, r.receipt_id FROM ${schema}.receipts r
-    JOIN unnest($1::text[], $2::text[]) AS k(app_id, name) ON r.app_id = k.app_id AND r.application_username = k.name
-    ORDER BY r.app_id, r.application_username, r.receipt_id`,
-
   /**
-   * The transactions of those receipts. FOR SHARE waits for a concurrent batch still writing one
-   * of them, so the summary is computed from what that batch commits, never from the version before.
+   * Every receipt the given customers ($1 app ids, $2 usernames) own, with its transactions (none:
+   * one row of nulls). FOR SHARE waits for a concurrent batch still writing one of them, so the
+   * summary is computed from what that batch commits, never from the version before.
    */
-  transactions: `
-    SELECT r.app_id, r.application_username, t.transaction_id,
-           ${iso('t.occurred_at')} AS transaction_date, ${iso('t.version_time')} AS snapshot_time,
-           ${iso('t.expiration_date')} AS expiration_date,
-           ${iso('t.grace_period_expiration_date')} AS grace_period_expiration_date,
-           ${iso('t.revocation_date')} AS revocation_date,
-           t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
-           ${iso('t.last_renewal_date')} AS last_renewal_date, t.renewal_intent
-    FROM ${schema}.receipts r
-    JOIN unnest($1::text[], $2::text[]) AS k(app_id, name) ON r.app_id = k.app_id AND r.application_username = k.name
-    JOIN ${schema}.transactions t ON t.app_id = r.app_id AND t.receipt_id = r.receipt_id
-    FOR SHARE OF t`,
+  owned: `
+    SELECT r.app_id, r.application_username, r.receipt_id, t.*
+    FROM unnest($1::text[], $2::text[]) AS k(app_id, name)
+    JOIN ${schema}.receipts r ON r.app_id = k.app_id AND r.application_username = k.name
+    LEFT JOIN LATERAL (
+      SELECT t.transaction_id,
+             ${iso('t.occurred_at')} AS transaction_date, ${iso('t.version_time')} AS snapshot_time,
+             ${iso('t.expiration_date')} AS expiration_date,
+             ${iso('t.grace_period_expiration_date')} AS grace_period_expiration_date,
+             ${iso('t.revocation_date')} AS revocation_date,
+             t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
+             ${iso('t.last_renewal_date')} AS last_renewal_date, t.renewal_intent
+      FROM ${schema}.transactions t WHERE t.app_id = r.app_id AND t.receipt_id = r.receipt_id
+      FOR SHARE
+    ) t ON true
+    ORDER BY r.app_id, r.application_username, r.receipt_id COLLATE "C"`,
 
   /** Stores computed summaries; one row per customer, in key order. */
   store: `

@@ -11,6 +11,9 @@ export function actionForReject(code: RejectCode): ConsumerAction {
     case RejectCode.UnknownType:
     case RejectCode.SchemaViolation:
     case RejectCode.BadIdentifier:
+    case RejectCode.Unstorable:
+    case RejectCode.FutureTime:
+    case RejectCode.ProjectionFailed:
       return 'dead-letter';
     default:
       return assertNever(code);

@@ -49,7 +49,7 @@ describe('migration LifecycleRules1764000000000 (integration, real PostgreSQL)',
     await previous.destroy();
 
     db = await new DataSource(dataSourceOptions(url, { poolSize: 2 })).initialize();
-    expect(await runMigrations(db)).toEqual(['LifecycleRules1764000000000']);
+    expect(await runMigrations(db)).toEqual(['LifecycleRules1764000000000', 'FaultProofing1764100000000']);
   });
   afterAll(async () => {
     await db?.destroy();

@@ -3,6 +3,7 @@
 // beyond the first Maven resolution (cached in ~/.m2).
 import { spawn, execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, rmSync, openSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -46,10 +47,11 @@ export async function freePort() {
 }
 
 /**
- * Formats a fresh KRaft log dir (StorageTool format --standalone) and starts kafka.Kafka on
- * loopback. Resolves once the broker accepts connections; returns its address and a stop().
+ * Starts kafka.Kafka on loopback with a KRaft log dir formatted by StorageTool (--standalone). A
+ * `dir` that already holds a formatted broker keeps its data unless `fresh`; without `dir`, a new
+ * one is made. Resolves once the broker serves metadata.
  */
-export async function startKafkaBroker({ dir, port, controllerPort } = {}) {
+export async function startKafkaBroker({ dir, port, controllerPort, fresh } = {}) {
   const classpath = kafkaClasspath();
   dir ??= path.join(root, '.tmp', `kafka-${process.pid}-${Date.now()}`);
   if (port === undefined || controllerPort === undefined) {
@@ -57,7 +59,8 @@ export async function startKafkaBroker({ dir, port, controllerPort } = {}) {
     port ??= a === controllerPort ? b : a;
     controllerPort ??= b === port ? a : b;
   }
-  rmSync(dir, { recursive: true, force: true });
+  fresh ??= !existsSync(path.join(dir, 'data', 'meta.properties'));
+  if (fresh) rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const logDir = path.join(dir, 'data');
   const config = path.join(dir, 'server.properties');
@@ -87,15 +90,18 @@ export async function startKafkaBroker({ dir, port, controllerPort } = {}) {
     ].join('\n'),
   );
   const java = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
-  const clusterId = Buffer.from(randomUUID().replaceAll('-', ''), 'hex').toString('base64url');
-  try {
-    // `--cluster-id=<id>`: a base64url id can start with '-', which argparse would take for a flag
-    execFileSync(java, ['-cp', classpath, 'kafka.tools.StorageTool', 'format', '--standalone', `--cluster-id=${clusterId}`, '-c', config], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-  } catch (error) {
-    throw new Error(`kafka StorageTool format failed: ${error.stderr?.toString() ?? error.message}`);
-  }
+  const format = () => {
+    const clusterId = Buffer.from(randomUUID().replaceAll('-', ''), 'hex').toString('base64url');
+    try {
+      // `--cluster-id=<id>`: a base64url id can start with '-', which argparse would take for a flag
+      execFileSync(java, ['-cp', classpath, 'kafka.tools.StorageTool', 'format', '--standalone', `--cluster-id=${clusterId}`, '-c', config], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    } catch (error) {
+      throw new Error(`kafka StorageTool format failed: ${error.stderr?.toString() ?? error.message}`);
+    }
+  };
+  if (fresh) format();
 
   const start = () => {
     const out = openSync(path.join(dir, 'broker.log'), 'a');
@@ -107,7 +113,7 @@ export async function startKafkaBroker({ dir, port, controllerPort } = {}) {
     return child;
   };
   let child = start();
-  await waitForPort(port, 60_000, () => child.exitCode !== null);
+  await waitForMetadata(port, 90_000, () => child.exitCode !== null);
 
   const broker = {
     brokers: `127.0.0.1:${port}`,
@@ -124,11 +130,19 @@ export async function startKafkaBroker({ dir, port, controllerPort } = {}) {
       await exited;
       clearTimeout(timer);
     },
-    /** Starts it again on the same ports and data: a broker restart. */
+    /** Starts it again on the same ports and data: a broker restart. Resolves once metadata is served. */
     async restart() {
       await broker.stop();
       child = start();
-      await waitForPort(port, 60_000, () => child.exitCode !== null);
+      await waitForMetadata(port, 90_000, () => child.exitCode !== null);
+    },
+    /** Starts it again on the same ports with no data at all: every topic and offset is gone. */
+    async restartEmpty() {
+      await broker.stop();
+      rmSync(logDir, { recursive: true, force: true });
+      format();
+      child = start();
+      await waitForMetadata(port, 90_000, () => child.exitCode !== null);
     },
     async destroy() {
       await broker.stop();
@@ -136,6 +150,26 @@ export async function startKafkaBroker({ dir, port, controllerPort } = {}) {
     },
   };
   return broker;
+}
+
+/** The port answering is not enough: produce right after a restart failed until metadata was served. */
+async function waitForMetadata(port, timeoutMs, hasExited) {
+  const deadline = Date.now() + timeoutMs;
+  await waitForPort(port, timeoutMs, hasExited);
+  const admin = new Kafka({ clientId: 'broker-ready-check', brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+  while (Date.now() < deadline) {
+    if (hasExited()) throw new Error('Kafka broker exited during start-up; see its broker.log');
+    try {
+      await admin.connect();
+      const { brokers, controller } = await admin.describeCluster();
+      await admin.disconnect();
+      if (brokers.length > 0 && controller !== null && controller !== undefined) return;
+    } catch {
+      await admin.disconnect().catch(() => undefined);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`Kafka broker on ${port} did not serve metadata within ${timeoutMs} ms`);
 }
 
 async function waitForPort(port, timeoutMs, hasExited) {
@@ -156,10 +190,25 @@ async function waitForPort(port, timeoutMs, hasExited) {
   throw new Error(`Kafka broker did not listen on ${port} within ${timeoutMs} ms`);
 }
 
-// `node test/kafka/broker.mjs` runs a broker in the foreground for manual use.
+// `node test/kafka/broker.mjs [--port 9092] [--dir .tmp/kafka-dev] [--fresh]` runs a broker in the
+// foreground for manual use. It keeps its data between runs (topics, offsets); --fresh wipes it.
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  const port = Number(process.env.PORT ?? 9092);
-  const broker = await startKafkaBroker({ port, dir: path.join(root, '.tmp', 'kafka-dev') });
-  console.log(`Kafka broker listening on ${broker.brokers} (data in ${broker.dir}); Ctrl-C stops it`);
+  const { parseArgs } = await import('node:util');
+  let args;
+  try {
+    ({ values: args } = parseArgs({
+      options: { port: { type: 'string', default: '9092' }, dir: { type: 'string', default: path.join(root, '.tmp', 'kafka-dev') }, fresh: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } },
+      strict: true,
+    }));
+  } catch (error) {
+    console.error(`${error.message}\nusage: node test/kafka/broker.mjs [--port 9092] [--dir <dir>] [--fresh]`);
+    process.exit(2);
+  }
+  if (args.help) {
+    console.log('usage: node test/kafka/broker.mjs [--port 9092] [--dir <dir>] [--fresh]\n  Runs a single-node Kafka broker on 127.0.0.1 from Maven Central artifacts.\n  --port   listener port (default 9092)\n  --dir    data directory (default .tmp/kafka-dev); kept between runs\n  --fresh  wipe the data directory first (every topic and offset is lost)');
+    process.exit(0);
+  }
+  const broker = await startKafkaBroker({ port: Number(args.port), dir: path.resolve(args.dir), fresh: args.fresh || undefined });
+  console.log(`Kafka broker listening on ${broker.brokers} (data in ${broker.dir}${args.fresh ? ', wiped first' : ', kept between runs'}); Ctrl-C stops it`);
   process.on('SIGINT', () => void broker.stop().then(() => process.exit(0)));
 }

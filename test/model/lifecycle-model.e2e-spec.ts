@@ -89,9 +89,9 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
       expect(await get('/v2/transactions?limit=1000')).toEqual(model.transactionsPage(app, { skip: 0, limit: 1000 }));
       expect(await get('/v2/transactions?skip=2&limit=3')).toEqual(model.transactionsPage(app, { skip: 2, limit: 3 }));
       for (const [startdate, enddate] of [
-        ['2026-02-01T00:00:00.000Z', '2026-06-01T00:00:00.000Z'],
-        ['2026-03-15T12:00:00.000Z', '2027-01-01T00:00:00.000Z'],
-        ['2027-01-01T00:00:00.000Z', '2029-01-01T00:00:00.000Z'],
+        ['2010-02-01T00:00:00.000Z', '2010-06-01T00:00:00.000Z'],
+        ['2010-03-15T12:00:00.000Z', '2011-01-01T00:00:00.000Z'],
+        ['2011-01-01T00:00:00.000Z', '2013-01-01T00:00:00.000Z'],
       ]) {
         expect(await get(`/v2/transactions?startdate=${startdate}&enddate=${enddate}&limit=1000`)).toEqual(
           model.transactionsPage(app, { startdate, enddate, skip: 0, limit: 1000 }),

@@ -20,6 +20,8 @@ export function parseApplicationUsernames(rawQuery: string): string[] | undefine
     const value = eq === -1 ? '' : pair.slice(eq + 1);
     for (const part of value.split(',')) {
       const name = decode(part, PARAM);
+      // No stored username holds these (the event contract refuses them), and PostgreSQL cannot take them.
+      if (name.includes('\u0000')) throw new InvalidParameterError(PARAM, `${PARAM} contains a NUL character (%00)`);
       if (name !== '') names.add(name);
     }
   }

@@ -13,6 +13,7 @@ export class LifecycleRules1764000000000 implements MigrationInterface {
   name = 'LifecycleRules1764000000000';
 
   async up(q: QueryRunner): Promise<void> {
+    await q.query('SET LOCAL statement_timeout = 0');
     // A generation being built has the old shape; it would be switched in without the new columns.
     await q.query(`
       UPDATE public.rebuilds SET status = 'aborted', finished_at = now(),

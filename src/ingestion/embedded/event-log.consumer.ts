@@ -7,7 +7,8 @@ import { DATABASE_SERVER } from '../../database/database.module.js';
 import type { DatabaseServer } from '../../database/database-server.js';
 import { EMBEDDED_PARTITION, eventLogEndOffsets, readEventLog } from '../../event-log/event-log.js';
 import { NOTIFY_CHANNEL } from '../../event-log/event-log.sql.js';
-import type { ConsumerState, ConsumerStatus } from '../../health/consumer-status.js';
+import type { ConsumerHealth, ConsumerStatus } from '../../health/consumer-status.js';
+import { describePosition, positionProblem } from '../positions/log-positions.js';
 import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector } from '../projector.js';
 
@@ -21,7 +22,9 @@ const IDLE_POLL_MS = 1_000;
 @Injectable()
 export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
   private readonly logger = new Logger('event-log-consumer');
-  private status: ConsumerState = 'stopped';
+  private status: 'starting' | 'running' | 'retrying' | 'blocked' | 'stopped' = 'stopped';
+  private reason?: string;
+  private reported?: string;
   private stopping = false;
   private loop?: Promise<void>;
   private listener?: pg.Client;
@@ -44,8 +47,22 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
     return new Map([...offsets].map(([p, o]) => [p, BigInt(o)]));
   }
 
-  state(): ConsumerState {
-    return this.status === 'running' && this.projector.isRetrying ? 'retrying' : this.status;
+  health(): ConsumerHealth {
+    if (this.status === 'starting') return { state: 'connecting', reason: 'starting' };
+    if (this.status === 'blocked' || this.status === 'retrying') return { state: this.status, reason: this.reason };
+    if (this.status === 'running' && this.projector.isRetrying) return { state: 'retrying', reason: 'a batch keeps failing against PostgreSQL; retrying without moving offsets' };
+    return { state: this.status };
+  }
+
+  /** One log line per state change, not one per retry. */
+  private setStatus(status: EventLogConsumer['status'], reason?: string): void {
+    this.status = status;
+    this.reason = reason;
+    const summary = `${status}:${reason ?? ''}`;
+    if (summary === this.reported) return;
+    this.reported = summary;
+    if (status === 'running') this.logger.log({ state: status, msg: 'consumer running' });
+    else this.logger.warn({ state: status, reason, msg: `consumer ${status}` });
   }
 
   onApplicationBootstrap(): void {
@@ -67,7 +84,6 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
     while (!this.stopping) {
       try {
         await this.ensureListener();
-        this.status = 'running';
         const { schema, bounds } = this.target;
         const [row] = (await this.db.query(`SELECT next_offset::text AS next_offset FROM ${schema}.projection_offsets WHERE topic = $1 AND partition = $2`, [
           topic,
@@ -77,6 +93,17 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
         const bound = bounds?.get(EMBEDDED_PARTITION);
         const limit = bound === undefined ? this.config.projectionBatchSize : Math.min(this.config.projectionBatchSize, Number(bound - from));
         const messages = limit > 0 ? await readEventLog(this.db, topic, EMBEDDED_PARTITION, String(from), limit) : [];
+        if (messages.length === 0 || BigInt(messages[0].offset) !== from) {
+          // Nothing at the stored offset: caught up, unless the log was emptied or cut under the read models.
+          const end = (await this.endOffsets()).get(EMBEDDED_PARTITION) ?? 0n;
+          const position = { partition: EMBEDDED_PARTITION, logStart: messages.length > 0 ? BigInt(messages[0].offset) : end, logEnd: end, stored: row ? from : undefined };
+          if (positionProblem(position)) {
+            this.setStatus('blocked', `${describePosition(position)}; run \`npm run cli -- offsets reset\` or \`rebuild\` (docs/operations.md)`);
+            await this.idle();
+            continue;
+          }
+        }
+        this.setStatus('running');
         if (messages.length > 0) {
           await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping }, { schema });
           if (messages.length === limit) continue;
@@ -84,8 +111,7 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
         await this.idle();
       } catch (error) {
         if (error instanceof BatchAbandoned || this.stopping) break;
-        this.status = 'retrying';
-        this.logger.warn({ err: (error as Error).message, msg: 'event log read failed; retrying' });
+        this.setStatus('retrying', `reading the event log failed: ${(error as Error).message}`);
         await this.listener?.end().catch(() => undefined);
         this.listener = undefined;
         await this.idle();

@@ -3,17 +3,31 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { Partitioners, type Admin, type Consumer, type EachBatchPayload, type Kafka, type Producer } from 'kafkajs';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig, type KafkaSettings } from '../../config/app-config.js';
-import type { ConsumerState, ConsumerStatus } from '../../health/consumer-status.js';
+import type { BlockedPartition, ConsumerHealth, ConsumerState, ConsumerStatus } from '../../health/consumer-status.js';
 import { failpoint } from '../../common/failpoint.js';
 import type { DeadLetter } from '../../projection/apply-batch.js';
+import { describePosition, positionProblem, type PartitionPosition } from '../positions/log-positions.js';
 import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector } from '../projector.js';
+import { backoffMs } from '../failure-policy.js';
 import { createKafka, dlqTopic } from './kafka-client.js';
+import { fitDeadLetter } from './dead-letter-message.js';
+import { messageSha1 } from '../../projection/apply-batch.js';
+
+/** No fetch or heartbeat answered for this long: the broker counts as unreachable. */
+const BROKER_SILENCE_MS = 15_000;
+/** More crashes than this within the window: readiness reports `crashed` (restarts go on). */
+const CRASH_BUDGET = 5;
+const CRASH_WINDOW_MS = 5 * 60_000;
+const TICK_MS = 1_000;
+const BLOCKED_RECHECK_MS = 5_000;
 
 /**
  * The live projection from Kafka. Offsets of record live in the read-model database, written in the
- * same transaction as the rows; on every assignment the consumer seeks there. Kafka's committed
- * offsets follow after each database commit, so lag tools work, but are never trusted.
+ * same transaction as the rows; on every assignment the consumer compares them with the log and
+ * seeks there, or blocks the partition when the log no longer holds them. Kafka's committed offsets
+ * follow after each database commit, so lag tools work, but are never trusted. The consumer restarts
+ * itself after any crash (kafkajs' own restart is off, so topics are ensured on every start).
  */
 @Injectable()
 export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
@@ -23,9 +37,22 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   private consumer?: Consumer;
   private producer?: Producer;
   private admin?: Admin;
-  private status: ConsumerState = 'stopped';
+  private started = false;
   private stopping = false;
   private restartTimer?: NodeJS.Timeout;
+  private ticker?: NodeJS.Timeout;
+  private restarts = 0;
+  private crashes: number[] = [];
+  private lastContactAt = 0;
+  private lastBlockedCheck = 0;
+  private reported?: string;
+  /** Partitions paused because their stored offset lies outside the log. */
+  private readonly blocked = new Map<number, BlockedPartition>();
+  /** Next offset of record per assigned partition, as of the last assignment or commit. */
+  private readonly nextOffsets = new Map<number, bigint>();
+  /** Per partition: the message just before the stored offset, to be found unchanged on the next fetch. */
+  private readonly anchors = new Map<number, { offset: bigint; sha1: Buffer }>();
+  private assigned: number[] = [];
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -45,28 +72,45 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     return new Map(offsets.map((o) => [o.partition, BigInt(o.high)]));
   }
 
-  state(): ConsumerState {
-    return this.status === 'running' && this.projector.isRetrying ? 'retrying' : this.status;
+  health(): ConsumerHealth {
+    if (this.stopping) return { state: 'stopped' };
+    const recent = this.crashes.filter((t) => Date.now() - t < CRASH_WINDOW_MS).length;
+    if (recent > CRASH_BUDGET) return { state: 'crashed', reason: `${recent} crashes in the last ${CRASH_WINDOW_MS / 60_000} min; restarting with backoff` };
+    if (!this.started) return { state: 'connecting', reason: this.restarts > 0 ? `restarting (attempt ${this.restarts})` : 'connecting to the broker' };
+    if (this.blocked.size > 0) {
+      const blocked = [...this.blocked.values()].sort((a, b) => a.partition - b.partition);
+      return { state: 'blocked', reason: blocked.map((b) => b.reason).join('; '), blocked };
+    }
+    const silence = Date.now() - this.lastContactAt;
+    if (silence > BROKER_SILENCE_MS) return { state: 'connecting', reason: `no answer from the broker for ${Math.round(silence / 1000)} s` };
+    if (this.projector.isRetrying) return { state: 'retrying', reason: 'a batch keeps failing against PostgreSQL; retrying without moving offsets' };
+    return { state: 'running' };
   }
 
   onApplicationBootstrap(): void {
     // In the background: the HTTP API serves the current read models even while Kafka is away.
+    this.ticker = setInterval(() => void this.tick(), TICK_MS);
+    this.ticker.unref();
     void this.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.restartTimer);
+    clearInterval(this.ticker);
     // disconnect() waits for the batch in flight to finish and commit.
+    await this.disconnect();
+  }
+
+  private async disconnect(): Promise<void> {
     await this.consumer?.disconnect().catch(() => undefined);
     await this.producer?.disconnect().catch(() => undefined);
     await this.admin?.disconnect().catch(() => undefined);
-    this.status = 'stopped';
   }
 
   async start(): Promise<void> {
     if (this.stopping) return;
-    this.status = 'starting';
+    this.started = false;
     try {
       this.kafka = createKafka(this.settings);
       this.admin = this.kafka.admin();
@@ -85,13 +129,18 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
         maxBytesPerPartition: this.settings.maxBytesPerPartition,
         maxBytes: Math.max(10 * 1024 * 1024, this.settings.maxBytesPerPartition),
         maxWaitTimeInMs: 250,
-        retry: { retries: 8 },
+        // kafkajs' own restart would skip start(): topics would not be ensured, state not reset.
+        retry: { retries: 8, restartOnFailure: async () => false },
       });
       this.consumer = consumer;
-      consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => void this.seekToStoredOffsets(consumer, payload.memberAssignment));
+      consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => void this.onAssignment(consumer, payload.memberAssignment));
+      const contact = () => (this.lastContactAt = Date.now());
+      consumer.on(consumer.events.FETCH, contact);
+      consumer.on(consumer.events.HEARTBEAT, contact);
       consumer.on(consumer.events.CRASH, ({ payload }) => {
-        this.logger.error({ err: payload.error?.message, restart: payload.restart, msg: 'consumer crashed' });
-        if (!payload.restart) this.scheduleRestart();
+        this.crashes.push(Date.now());
+        this.logger.error({ err: payload.error?.message, msg: 'consumer crashed; restarting' });
+        this.scheduleRestart();
       });
       await consumer.connect();
       await consumer.subscribe({ topic: this.settings.topic, fromBeginning: true });
@@ -102,24 +151,43 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
         partitionsConsumedConcurrently: this.settings.partitionsConcurrency,
         eachBatch: (payload) => this.onBatch(consumer, payload),
       });
-      this.status = 'running';
+      this.started = true;
+      this.restarts = 0;
+      contact();
       this.logger.log({ topic: this.settings.topic, groupId: this.target.groupId ?? this.settings.groupId, schema: this.target.schema, msg: 'consuming' });
     } catch (error) {
-      this.logger.error({ err: (error as Error).message, msg: 'could not start the Kafka consumer; retrying' });
+      this.logger.warn({ err: (error as Error).message, msg: 'could not start the Kafka consumer; retrying' });
       this.scheduleRestart();
     }
   }
 
   private scheduleRestart(): void {
     if (this.stopping) return;
-    this.status = 'stopped';
+    this.started = false;
     clearTimeout(this.restartTimer);
+    const wait = backoffMs(this.restarts++);
     this.restartTimer = setTimeout(async () => {
-      await this.consumer?.disconnect().catch(() => undefined);
-      await this.producer?.disconnect().catch(() => undefined);
-      await this.admin?.disconnect().catch(() => undefined);
+      await this.disconnect();
       void this.start();
-    }, 2_000);
+    }, wait);
+  }
+
+  /** Logs one line per state change, and gives blocked partitions another look every few seconds. */
+  private async tick(): Promise<void> {
+    const health = this.health();
+    const summary = `${health.state}${health.reason ? `: ${health.reason}` : ''}`;
+    if (summary !== this.reported) {
+      const line = { state: health.state, reason: health.reason, msg: `consumer ${health.state}` };
+      if (health.state === 'running') this.logger.log(line);
+      else if (health.state !== 'connecting' || this.reported !== undefined) this.logger.warn(line);
+      this.reported = summary;
+    }
+    if (this.blocked.size > 0 && this.consumer && Date.now() - this.lastBlockedCheck > BLOCKED_RECHECK_MS) {
+      this.lastBlockedCheck = Date.now();
+      await this.placePartitions(this.consumer, [...this.blocked.keys()]).catch((error: Error) =>
+        this.logger.debug({ err: error.message, msg: 'could not re-check blocked partitions' }),
+      );
+    }
   }
 
   private async ensureTopics(admin: Admin): Promise<void> {
@@ -131,29 +199,103 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     });
   }
 
-  private async seekToStoredOffsets(consumer: Consumer, assignment: Record<string, number[]>): Promise<void> {
-    const partitions = assignment[this.settings.topic] ?? [];
-    if (partitions.length === 0) return;
-    const rows: { partition: number; next_offset: string }[] = await this.db.query(
-      `SELECT partition, next_offset::text AS next_offset FROM ${this.target.schema}.projection_offsets WHERE topic = $1 AND partition = ANY($2::int[])`,
-      [this.settings.topic, partitions],
-    );
-    const stored = new Map(rows.map((r) => [r.partition, r.next_offset]));
-    const low = await this.logStartOffsets();
-    for (const partition of partitions) {
-      const offset = stored.get(partition) ?? low.get(partition) ?? '0';
-      consumer.seek({ topic: this.settings.topic, partition, offset });
+  private async onAssignment(consumer: Consumer, assignment: Record<string, number[]>): Promise<void> {
+    this.assigned = assignment[this.settings.topic] ?? [];
+    for (const partition of [...this.blocked.keys()]) if (!this.assigned.includes(partition)) this.blocked.delete(partition);
+    this.nextOffsets.clear();
+    this.anchors.clear();
+    if (this.assigned.length === 0) return;
+    try {
+      await this.placePartitions(consumer, this.assigned);
+    } catch (error) {
+      // Without positions nothing may be consumed safely: restart and look again.
+      this.logger.warn({ err: (error as Error).message, msg: 'could not read stored and log offsets on assignment; restarting' });
+      this.scheduleRestart();
     }
-    this.logger.log({ partitions, offsets: Object.fromEntries(partitions.map((p) => [p, stored.get(p) ?? 'start'])), msg: 'assigned; resuming from stored offsets' });
   }
 
-  private async logStartOffsets(): Promise<Map<number, string>> {
-    const offsets = await this.admin!.fetchTopicOffsets(this.settings.topic);
-    return new Map(offsets.map((o) => [o.partition, o.low]));
+  /**
+   * Compares each partition's stored offset with the log and seeks there, or pauses the partition
+   * (blocked) when the log no longer holds it. A reset by the operator unblocks it on the next look.
+   */
+  private async placePartitions(consumer: Consumer, partitions: number[]): Promise<void> {
+    const topic = this.settings.topic;
+    const [rows, log] = await Promise.all([
+      this.db.query(
+        `SELECT partition, next_offset::text AS next_offset, last_message_sha1 FROM ${this.target.schema}.projection_offsets WHERE topic = $1 AND partition = ANY($2::int[])`,
+        [topic, partitions],
+      ) as Promise<{ partition: number; next_offset: string; last_message_sha1: Buffer | null }[]>,
+      this.admin!.fetchTopicOffsets(topic),
+    ]);
+    const stored = new Map(rows.map((r) => [r.partition, BigInt(r.next_offset)]));
+    const anchors = new Map(rows.filter((r) => r.last_message_sha1).map((r) => [r.partition, r.last_message_sha1!]));
+    const ends = new Map(log.map((o) => [o.partition, { low: BigInt(o.low), high: BigInt(o.high) }]));
+    const placed: Record<number, string> = {};
+    for (const partition of partitions) {
+      if (!this.assigned.includes(partition)) continue;
+      const end = ends.get(partition);
+      if (!end) continue;
+      const position: PartitionPosition = { partition, logStart: end.low, logEnd: end.high, stored: stored.get(partition) };
+      const blockedAt = this.blocked.get(partition);
+      // Blocked stays blocked until the operator moves the stored offset (offsets reset, rebuild):
+      // a recreated topic growing past the old offset must not unblock it by itself.
+      if (blockedAt && blockedAt.storedOffset === (position.stored?.toString() ?? null)) continue;
+      if (positionProblem(position)) {
+        this.block(consumer, position);
+        continue;
+      }
+      const from = position.stored ?? end.low;
+      this.nextOffsets.set(partition, from);
+      // Start one message early to check that the log still holds the message projected last.
+      const anchor = anchors.get(partition);
+      if (anchor && from > end.low) this.anchors.set(partition, { offset: from - 1n, sha1: anchor });
+      else this.anchors.delete(partition);
+      consumer.seek({ topic, partition, offset: (this.anchors.has(partition) ? from - 1n : from).toString() });
+      if (this.blocked.delete(partition)) {
+        consumer.resume([{ topic, partitions: [partition] }]);
+        this.logger.warn({ partition, offset: from.toString(), msg: 'partition unblocked: its stored offset lies within the log again' });
+      }
+      placed[partition] = from.toString();
+    }
+    if (Object.keys(placed).length > 0) this.logger.log({ partitions: placed, msg: 'assigned; resuming from stored offsets' });
+  }
+
+  private block(consumer: Consumer, p: PartitionPosition): void {
+    this.blockWith(consumer, p, describePosition(p));
+  }
+
+  private blockWith(consumer: Consumer, p: PartitionPosition, reason: string): void {
+    consumer.pause([{ topic: this.settings.topic, partitions: [p.partition] }]);
+    if (this.blocked.has(p.partition)) return;
+    this.blocked.set(p.partition, {
+      partition: p.partition,
+      storedOffset: p.stored?.toString() ?? null,
+      logStart: p.logStart.toString(),
+      logEnd: p.logEnd.toString(),
+      reason,
+    });
+    this.logger.error({ partition: p.partition, msg: `${reason}; not consuming this partition until an operator runs \`offsets reset\` or \`rebuild\` (docs/operations.md)` });
   }
 
   private async onBatch(consumer: Consumer, { batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload): Promise<void> {
-    if (batch.messages.length === 0 || !isRunning() || isStale()) return;
+    if (batch.messages.length === 0 || !isRunning() || isStale() || this.blocked.has(batch.partition)) return;
+    // The log now ends before what was projected: the topic was recreated or truncated under us
+    // (kafkajs would otherwise reset the fetch position and the stored offset would hide new events).
+    const expected = this.nextOffsets.get(batch.partition);
+    if (expected !== undefined && BigInt(batch.highWatermark) < expected) {
+      this.block(consumer, { partition: batch.partition, logStart: 0n, logEnd: BigInt(batch.highWatermark), stored: expected });
+      return;
+    }
+    const anchor = this.anchors.get(batch.partition);
+    if (anchor) {
+      this.anchors.delete(batch.partition);
+      const first = batch.messages[0];
+      if (BigInt(first.offset) === anchor.offset && !messageSha1(first.value).equals(anchor.sha1)) {
+        const p = { partition: batch.partition, logStart: 0n, logEnd: BigInt(batch.highWatermark), stored: expected };
+        this.blockWith(consumer, p, `partition ${batch.partition}: the message at offset ${anchor.offset} is not the one projected there: the topic was recreated or rewritten`);
+        return;
+      }
+    }
     const bound = this.target.bounds?.get(batch.partition);
     const within = bound === undefined ? batch.messages : batch.messages.filter((m) => BigInt(m.offset) < bound);
     if (within.length === 0) {
@@ -162,36 +304,27 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       await new Promise((r) => setTimeout(r, 200));
       return;
     }
-    const messages = within.map((m) => ({ offset: m.offset, key: m.key?.toString('utf8') ?? null, value: m.value }));
+    const messages = within.map((m) => ({ offset: m.offset, key: m.key ?? null, value: m.value, timestamp: m.timestamp }));
     const control = { shouldContinue: () => isRunning() && !isStale() && !this.stopping, heartbeat };
-    const schema = this.target.schema;
     let outcome;
     try {
       outcome = await this.projector.apply({ topic: batch.topic, partition: batch.partition, messages }, control, {
-        schema,
+        schema: this.target.schema,
         beforeCommit: (deadLetters) => this.publishDeadLetters(deadLetters),
       });
       failpoint('after-db-commit');
-      if (outcome.kind === 'gap') {
-        // Retention removed events below the stored offset: nothing earlier exists to project.
-        const low = (await this.logStartOffsets()).get(batch.partition);
-        if (low !== undefined && BigInt(low) > BigInt(outcome.storedOffset) && BigInt(messages[0].offset) <= BigInt(low)) {
-          this.logger.warn({ partition: batch.partition, storedOffset: outcome.storedOffset, logStart: low, msg: 'events below the log start were deleted by retention; continuing from the log start' });
-          outcome = await this.projector.apply({ topic: batch.topic, partition: batch.partition, messages }, control, {
-            schema,
-            logStartOffset: low,
-            beforeCommit: (deadLetters) => this.publishDeadLetters(deadLetters),
-          });
-        }
-      }
     } catch (error) {
       if (error instanceof BatchAbandoned) return;
       throw error;
     }
     if (outcome.kind === 'gap') {
-      consumer.seek({ topic: batch.topic, partition: batch.partition, offset: outcome.storedOffset });
+      // Events between the stored offset and this batch no longer exist (retention passed them):
+      // never skipped silently. The next look at the partition names the offsets.
+      const low = BigInt(messages[0].offset);
+      this.block(consumer, { partition: batch.partition, logStart: low, logEnd: BigInt(batch.highWatermark), stored: BigInt(outcome.storedOffset) });
       return;
     }
+    this.nextOffsets.set(batch.partition, BigInt(outcome.nextOffset));
     resolveOffset(messages[messages.length - 1].offset);
     await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset }]);
     if (within.length < batch.messages.length) consumer.seek({ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset });
@@ -202,20 +335,11 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   private async publishDeadLetters(deadLetters: readonly DeadLetter[]): Promise<void> {
     failpoint('before-db-commit');
     if (deadLetters.length === 0) return;
-    await this.producer!.send({
-      topic: dlqTopic(this.settings.topic),
-      acks: -1,
-      messages: deadLetters.map((d) => ({
-        key: d.key,
-        value: d.value,
-        headers: {
-          'dlq-reason-code': d.code,
-          'dlq-reason': d.reason,
-          'dlq-source-topic': d.topic,
-          'dlq-source-partition': String(d.partition),
-          'dlq-source-offset': d.offset,
-        },
-      })),
-    });
+    // One at a time: copies of large messages sent together would share one record batch over the limit.
+    for (const d of deadLetters) {
+      await this.producer!.send({ topic: dlqTopic(this.settings.topic), acks: -1, messages: [fitDeadLetter(d, this.settings.maxMessageBytes)] });
+    }
   }
 }
+
+export type { ConsumerState };

@@ -12,6 +12,7 @@ import { LoggingObserver } from '../../ingestion/logging-observer.js';
 import type { ProjectionTarget } from '../../ingestion/projection-target.js';
 import { Projector } from '../../ingestion/projector.js';
 import { LIVE_PROJECTION_LOCK } from '../../projection/apply-batch.js';
+import { readPositions } from '../../ingestion/positions/read-positions.js';
 import { compareGenerations, type TableDifference } from './compare.js';
 import type { ProgressReporter } from './progress.js';
 import { REBUILD_LOCK, rebuildSql } from './rebuild.sql.js';
@@ -48,7 +49,7 @@ export class Rebuilder {
     private readonly progress: ProgressReporter,
   ) {}
 
-  async run(kind: RebuildKind): Promise<RebuildResult> {
+  async run(kind: RebuildKind, options: { allowPartialHistory?: boolean } = {}): Promise<RebuildResult> {
     const started = Date.now();
     await this.lock();
     let runner: Runner | undefined;
@@ -65,6 +66,7 @@ export class Rebuilder {
         this.logger.log({ msg: `resuming rebuild #${id} into ${schema}`, from: Object.fromEntries([...(await this.offsets(schema))].map(([p, o]) => [p, o.toString()])) });
       } else {
         if (existing) await this.db.query(rebuildSql.finish, [existing.id, 'aborted', JSON.stringify({ reason: 'superseded by a new verify' })]);
+        if (!options.allowPartialHistory) await this.refusePartialHistory();
         await this.createGeneration(schema);
         target = await this.logEndOffsets();
         [{ id }] = await this.db.query(rebuildSql.start, [kind, schema, JSON.stringify(Object.fromEntries([...target].map(([p, o]) => [p, o.toString()]))), this.owner]);
@@ -153,7 +155,7 @@ export class Rebuilder {
   }
 
   private async startRunner(target: ProjectionTarget): Promise<Runner> {
-    const projector = new Projector(this.db, new LoggingObserver());
+    const projector = new Projector(this.db, new LoggingObserver(), this.config);
     if (this.config.kafka) {
       const consumer = new KafkaProjectionConsumer(this.config, this.db, projector, target);
       await consumer.start();
@@ -170,6 +172,20 @@ export class Rebuilder {
   }
 
   /** Next offset to be written per partition of the log right now. */
+  /**
+   * A generation built from a log that no longer starts at offset 0 would hold only the retained
+   * events, and switching to it would drop everything older: refused unless asked for.
+   */
+  private async refusePartialHistory(): Promise<void> {
+    const { topic, positions } = await readPositions(this.config, this.db);
+    const cut = positions.filter((p) => p.logStart > 0n);
+    if (cut.length === 0) return;
+    throw new RebuildError(
+      `the log of ${topic} no longer starts at offset 0 (${cut.map((p) => `partition ${p.partition} starts at ${p.logStart}`).join(', ')}): ` +
+        'a rebuild would hold only the retained events. Pass --allow-partial-history to rebuild from what remains (docs/operations.md, "Retention")',
+    );
+  }
+
   private async logEndOffsets(): Promise<Offsets> {
     if (!this.config.kafka) {
       const offsets = await eventLogEndOffsets(this.db, this.topic);

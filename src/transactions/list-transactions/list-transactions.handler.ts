@@ -12,7 +12,10 @@ import { pageStartSql, transactionPageSql, type PageStartRow, type TransactionRo
 export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQuery> {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  async execute(query: ListTransactionsQuery): Promise<Page<TransactionView>> {
+  async execute(asked: ListTransactionsQuery): Promise<Page<TransactionView>> {
+    // Every row is dated 0001-01-01 or later: an end at or before that holds nothing.
+    if (asked.endDate && asked.endDate <= EARLIEST) return { rows: [], paging: { skip: asked.skip, limit: asked.limit, total: 0 } };
+    const query = withinStorableYears(asked);
     const located = pageStartSql(query);
     const [start] = await preparedQuery<PageStartRow>(this.db, located.name, located.sql, located.params);
     const paging = { skip: query.skip, limit: query.limit, total: Number(start.total ?? 0) };
@@ -35,4 +38,17 @@ export function toView(row: TransactionRow): TransactionView {
   if (row.amountUSD !== null) view.priceUSD = row.amountUSD;
   if (row.amountMicros !== null) view.amountMicros = view.priceMicros = Number(row.amountMicros);
   return view as TransactionView;
+}
+
+// Rows are dated in the years 0001-9999 (the event contract refuses others); bounds outside them,
+// which the date parser reads literally (0000-01-01 included), are moved to the edge.
+const EARLIEST = new Date('0001-01-01T00:00:00.000Z');
+const LATEST = new Date('9999-12-31T23:59:59.999Z');
+const clamp = (d: Date | undefined) => (d === undefined ? undefined : d < EARLIEST ? EARLIEST : d > LATEST ? LATEST : d);
+
+function withinStorableYears(q: ListTransactionsQuery): ListTransactionsQuery {
+  const start = clamp(q.startDate);
+  const end = clamp(q.endDate);
+  if (start === q.startDate && end === q.endDate) return q;
+  return new ListTransactionsQuery(q.appId, q.skip, q.limit, start, end);
 }

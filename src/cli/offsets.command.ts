@@ -1,0 +1,85 @@
+import { Inject } from '@nestjs/common';
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { openDatabase } from '../database/open-database.js';
+import { describePosition, positionProblem, resetTarget } from '../ingestion/positions/log-positions.js';
+import { readPositions } from '../ingestion/positions/read-positions.js';
+
+@SubCommand({ name: 'show', description: 'Per partition: the offset stored with the read models, the log start and end, and whether they fit' })
+export class OffsetsShowCommand extends CommandRunner {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    const { db, close } = await openDatabase(this.config, 'offsets');
+    try {
+      const { topic, positions } = await readPositions(this.config, db);
+      process.stdout.write(`topic ${topic}${this.config.kafka ? '' : ' (embedded event log)'}\n`);
+      for (const p of positions) process.stdout.write(`${describePosition(p)}${p.stored !== undefined && !positionProblem(p) ? `, lag ${p.logEnd - p.stored}` : ''}\n`);
+      if (positions.some((p) => positionProblem(p))) process.exitCode = 3;
+    } finally {
+      await close();
+    }
+  }
+}
+
+type ResetOptions = { to?: string; partition?: number };
+
+@SubCommand({
+  name: 'reset',
+  description:
+    'Move the offset stored with the read models for one partition: --to earliest (re-project what the log holds), latest (skip to the end) or an offset. For a blocked partition, or with the service stopped.',
+})
+export class OffsetsResetCommand extends CommandRunner {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+    super();
+  }
+
+  async run(_: string[], options: ResetOptions): Promise<void> {
+    if (options.to === undefined) throw new Error('offsets reset needs --to earliest|latest|<offset>');
+    if (options.partition === undefined) throw new Error('offsets reset needs --partition <n>');
+    const { db, close } = await openDatabase(this.config, 'offsets');
+    try {
+      const { topic, positions } = await readPositions(this.config, db);
+      const position = positions.find((p) => p.partition === options.partition);
+      if (!position) throw new Error(`topic ${topic} has no partition ${options.partition} (partitions: ${positions.map((p) => p.partition).join(', ')})`);
+      const target = resetTarget(position, options.to);
+      // Waits for a batch in flight on this partition (it locks the same row). The anchor of the last
+      // message no longer applies: the operator has decided where the partition goes on.
+      await db.query(
+        `INSERT INTO read_model.projection_offsets (topic, partition, next_offset, last_message_sha1) VALUES ($1, $2, $3, NULL)
+         ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset, last_message_sha1 = NULL, updated_at = now()`,
+        [topic, position.partition, target.toString()],
+      );
+      process.stdout.write(`partition ${position.partition}: stored offset ${position.stored ?? 'none'} -> ${target} (log ${position.logStart}..${position.logEnd})\n`);
+      if (target > position.logStart && options.to !== 'earliest') {
+        process.stdout.write(`events ${position.logStart}..${target - 1n} of partition ${position.partition} will not be projected; \`npm run cli -- rebuild\` re-projects everything the log holds\n`);
+      }
+    } finally {
+      await close();
+    }
+  }
+
+  @Option({ flags: '--to <where>', description: 'earliest, latest, or an offset within the log' })
+  parseTo(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--partition <n>', description: 'the partition to move' })
+  parsePartition(value: string): number {
+    if (!/^\d+$/.test(value)) throw new Error(`--partition must be a partition number (got ${JSON.stringify(value)})`);
+    return Number(value);
+  }
+}
+
+@Command({
+  name: 'offsets',
+  description: 'Show or move the offsets stored with the read models (see docs/operations.md, "Topic reset and retention")',
+  subCommands: [OffsetsShowCommand, OffsetsResetCommand],
+})
+export class OffsetsCommand extends CommandRunner {
+  async run(): Promise<void> {
+    throw new Error('offsets needs a subcommand: show, or reset --to earliest|latest|<offset> --partition <n>');
+  }
+}
