@@ -9,6 +9,13 @@ import { openEventSink, type EventSink } from './event-sink.js';
 
 const CHUNK = 1000;
 
+/** Kafka refused the records themselves (not the connection): worth finding the line by line. */
+function isRecordError(error: unknown): boolean {
+  const types = ['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'CORRUPT_MESSAGE'];
+  const e = error as { type?: string; cause?: { type?: string } };
+  return types.includes(e?.type ?? '') || types.includes(e?.cause?.type ?? '');
+}
+
 @Command({
   name: 'publish',
   arguments: '<file>',
@@ -45,8 +52,7 @@ export class PublishCommand extends CommandRunner {
       bar?.start(size ?? 0, bytes, { sent, refused });
     };
     const send = async (batch: typeof pending) => {
-      sink ??= await openEventSink(this.config);
-      await sink.send(batch.map(({ key, value }) => ({ key, value })));
+      await sink!.send(batch.map(({ key, value }) => ({ key, value })));
       sent += batch.length;
     };
     const flush = async () => {
@@ -57,6 +63,9 @@ export class PublishCommand extends CommandRunner {
       try {
         await send(batch);
       } catch (error) {
+        if (!isRecordError(error)) {
+          throw new Error(`sending lines ${batch[0].line}-${batch[batch.length - 1].line} failed: ${(error as Error).message}; ${sent} event(s) were sent before`);
+        }
         if (batch.length === 1) {
           unsent.push(batch[0].line);
           process.stderr.write(`line ${batch[0].line}: not sent: ${(error as Error).message}\n`);
@@ -73,6 +82,8 @@ export class PublishCommand extends CommandRunner {
         }
       }
     };
+    // Opened first: a log that cannot be reached is one clear error, not a refusal per line.
+    sink = await openEventSink(this.config);
     try {
       for await (const line of createInterface({ input, crlfDelay: Infinity })) {
         lineNo++;
