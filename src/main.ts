@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { createPino, PinoNestLogger } from './common/logger.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 import { openDatabaseServer } from './database/database-server.js';
+import { EmbeddedPostgresError } from './database/embedded-postgres.js';
 import { createHttpApp } from './http-app.js';
 import type { VerificationKeys } from './auth/signing-keys.js';
 import { VERIFICATION_KEYS } from './auth/tokens.js';
@@ -70,6 +71,7 @@ main().catch((error: unknown) => {
     console.error(error.message);
     process.exit(78); // EX_CONFIG
   }
-  console.error(error);
+  // What the operator can act on gets one line; anything else keeps its stack.
+  console.error(error instanceof EmbeddedPostgresError ? `error: ${error.message}` : error);
   process.exit(1);
 });

@@ -34,8 +34,58 @@ export async function resolveVerificationKeys(config: AppConfig): Promise<Verifi
   return { secret: generated, generatedSecretPath: file };
 }
 
-// Loaded only when configured: jwks-rsa pulls in the ESM-only `jose` through require().
+/** An unknown kid looks the JWKS up again at most this often, whatever the kid. */
+const REFRESH_MIN_MS = 5_000;
+/** Known keys are looked up again in the background after this long (keys removed by the issuer). */
+const REFRESH_MAX_AGE_MS = 10 * 60_000;
+
+/**
+ * RS256/ES256 keys from the JWKS. jwks-rsa fetches the document; the cache and its refresh policy
+ * are here: a token naming an unknown kid triggers at most one fetch per REFRESH_MIN_MS for all
+ * kids together, so tokens with made-up kids cannot use up the fetches a real key rotation needs
+ * (jwks-rsa's own limiter counts them per request and refused a rotation for a minute).
+ */
 async function jwksProvider(jwksUri: string): Promise<SecretOrKeyProvider> {
-  const { passportJwtSecret } = await import('jwks-rsa');
-  return passportJwtSecret({ jwksUri, cache: true, rateLimit: true, jwksRequestsPerMinute: 10 });
+  // Loaded only when configured: jwks-rsa pulls in the ESM-only `jose` through require().
+  const { JwksClient } = await import('jwks-rsa');
+  const client = new JwksClient({ jwksUri, cache: false, rateLimit: false, timeout: 5_000 });
+  let keys = new Map<string, string>();
+  let fetchedAt = 0;
+  let inflight: Promise<void> | undefined;
+  const refresh = () =>
+    (inflight ??= client
+      .getSigningKeys()
+      .then((list) => {
+        keys = new Map(list.map((k) => [k.kid ?? '', k.getPublicKey()]));
+      })
+      .finally(() => {
+        fetchedAt = Date.now();
+        inflight = undefined;
+      }));
+  const lookup = (kid: string | undefined) => (kid === undefined ? (keys.size === 1 ? [...keys.values()][0] : undefined) : keys.get(kid));
+
+  return (_request, rawJwtToken, done) => {
+    const kid = headerField(rawJwtToken, 'kid');
+    if (Date.now() - fetchedAt > REFRESH_MAX_AGE_MS) void refresh().catch(() => undefined);
+    const known = lookup(kid);
+    if (known) return done(null, known);
+    if (Date.now() - fetchedAt < REFRESH_MIN_MS) return done(new Error(`signing key ${kid ?? '(no kid)'} is not in the JWKS`));
+    refresh().then(
+      () => {
+        const key = lookup(kid);
+        if (key) done(null, key);
+        else done(new Error(`signing key ${kid ?? '(no kid)'} is not in the JWKS`));
+      },
+      (error: Error) => done(new Error(`the JWKS could not be fetched: ${error.message}`)),
+    );
+  };
+}
+
+function headerField(token: string, field: string): string | undefined {
+  try {
+    const header = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+    return typeof header[field] === 'string' ? (header[field] as string) : undefined;
+  } catch {
+    return undefined;
+  }
 }

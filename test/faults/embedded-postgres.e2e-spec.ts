@@ -95,6 +95,20 @@ describe('the embedded PostgreSQL, the service and the CLI (e2e, separate proces
   });
 });
 
+describe('as root, a DATA_DIR the postgres user cannot enter (e2e, separate process)', () => {
+  const asRoot = process.getuid?.() === 0 ? it : it.skip;
+  asRoot('stops with one line saying what to do, not a stack', async () => {
+    const privateDir = mkdtempSync(path.join(os.tmpdir(), 'sr-private-')); // mode 0700, owned by root
+    const [port, pgPort] = await freePorts(2);
+    const service = startService({ PORT: String(port), DATA_DIR: path.join(privateDir, 'data'), EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, NODE_ENV: 'development' });
+    expect(await service.exited).toBe(1);
+    const lines = service.output().trim().split('\n').filter((l) => l.startsWith('error:'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('as root it runs as the `postgres` user');
+    expect(service.output()).not.toMatch(/\n\s+at /);
+  });
+});
+
 describe('production settings (e2e, separate process)', () => {
   it('refuses the embedded PostgreSQL and log with a misspelt KAFKA_BROKER, naming what to set', async () => {
     const service = startService({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40), KAFKA_BROKER: '127.0.0.1:9092', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'sr-prod-')) });

@@ -18,12 +18,15 @@ describe('bearer tokens verified against a JWKS (e2e, separate process)', () => 
   const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const jwk = (key: KeyObject, kid: string, alg: string) => ({ ...key.export({ format: 'jwk' }), kid, alg, use: 'sig' });
+  let rotated: ReturnType<typeof generateKeyPairSync> | undefined;
+  let jwksFetches = 0;
 
   beforeAll(async () => {
     db = await createTestDatabase('jwks');
     jwks = http.createServer((_, res) => {
+      jwksFetches++;
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ keys: [jwk(rsa.publicKey, 'rsa-1', 'RS256'), jwk(ec.publicKey, 'ec-1', 'ES256')] }));
+      res.end(JSON.stringify({ keys: [jwk(rsa.publicKey, 'rsa-1', 'RS256'), jwk(ec.publicKey, 'ec-1', 'ES256'), ...(rotated ? [jwk(rotated.publicKey, 'rsa-2', 'RS256')] : [])] }));
     });
     await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
     const port = await freePort();
@@ -58,6 +61,18 @@ describe('bearer tokens verified against a JWKS (e2e, separate process)', () => 
   it('checks issuer and audience when configured', async () => {
     expect((await call(jwt.sign(claims, rsa.privateKey, { ...good, issuer: 'https://evil.test', algorithm: 'RS256', keyid: 'rsa-1' }))).status).toBe(401);
     expect((await call(jwt.sign(claims, rsa.privateKey, { ...good, audience: 'someone-else', algorithm: 'RS256', keyid: 'rsa-1' }))).status).toBe(401);
+  });
+
+  it('tokens with made-up kids cannot starve a real key rotation', async () => {
+    const stranger = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const before = jwksFetches;
+    for (let i = 0; i < 40; i++) {
+      expect((await call(jwt.sign(claims, stranger.privateKey, { ...good, algorithm: 'RS256', keyid: `random-${i}` }))).status).toBe(401);
+    }
+    expect(jwksFetches - before).toBeLessThanOrEqual(2);
+    rotated = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const token = jwt.sign(claims, rotated.privateKey, { ...good, algorithm: 'RS256', keyid: 'rsa-2' });
+    await expectEventually(async () => expect((await call(token)).status).toBe(200), 15_000, 500);
   });
 
   it('refuses keys not in the JWKS and HS256 when no secret is configured', async () => {
