@@ -52,9 +52,10 @@ const DATE_FIELDS = [
 /** Parses and validates one message value. Pure: same bytes and options, same answer. */
 export function decodeEvent(value: Buffer | string | null, options: DecodeOptions = {}): Decoded {
   if (value === null) return { ok: false, code: RejectCode.NotJson, reason: 'message has no value' };
+  const text = typeof value === 'string' ? value : value.toString('utf8');
   let raw: unknown;
   try {
-    raw = JSON.parse(typeof value === 'string' ? value : value.toString('utf8'));
+    raw = JSON.parse(text);
   } catch (error) {
     return { ok: false, code: RejectCode.NotJson, reason: `not JSON: ${(error as Error).message}` };
   }
@@ -70,7 +71,8 @@ export function decodeEvent(value: Buffer | string | null, options: DecodeOption
     const code = validate.errors?.some(isIdentifierError) ? RejectCode.BadIdentifier : RejectCode.SchemaViolation;
     return { ok: false, code, reason: describe(validate.errors) };
   }
-  const unstorable = findUnstorable(raw, '');
+  // In valid JSON text a NUL or a lone surrogate can only arrive as a \u escape: without one, skip the walk.
+  const unstorable = text.includes('\\u') ? findUnstorable(raw, '') : undefined;
   if (unstorable) return { ok: false, code: RejectCode.Unstorable, reason: unstorable };
   const decoded = normalise(raw as RawEvent);
   if (!decoded.ok) return decoded;
@@ -106,8 +108,11 @@ function findUnstorable(value: unknown, path: string): string | undefined {
 }
 
 function overlongKey(event: PurchaseEvent): string | undefined {
+  // A UTF-16 code unit takes at most 3 bytes in UTF-8: short strings need no counting.
   const check = (path: string, value: string | undefined, max: number) =>
-    value !== undefined && Buffer.byteLength(value, 'utf8') > max ? `${path}: ${Buffer.byteLength(value, 'utf8')} bytes in UTF-8; at most ${max}` : undefined;
+    value !== undefined && value.length * 3 > max && Buffer.byteLength(value, 'utf8') > max
+      ? `${path}: ${Buffer.byteLength(value, 'utf8')} bytes in UTF-8; at most ${max}`
+      : undefined;
   const d = event.data as Record<string, string | undefined>;
   return (
     check('/appid', event.appId, MAX_APP_BYTES) ??

@@ -3,6 +3,9 @@
 
 import { iso } from './customer-summary.sql.js';
 
+/** First key of the two-key advisory locks on receipts (the one-key locks of the service use others). */
+const RECEIPT_LOCK_SPACE = 727_003;
+
 export const sql = (schema: string) => ({
   /** Creates the partition's row if new and locks it: a second consumer of the partition waits here. */
   lockOffset: `
@@ -62,6 +65,18 @@ export const sql = (schema: string) => ({
     FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS k(app_id, id, first_event_at, occurred_at)
     WHERE t.app_id = k.app_id AND t.transaction_id = k.id`,
 
+  /**
+   * Serialises batches that touch the same receipts (taken in one order, so they wait rather than
+   * deadlock). A batch that writes a receipt's transaction and one that links the receipt to a new
+   * owner then never both miss each other's change: whichever runs second sees the first committed
+   * and refreshes the owner's summary. Advisory locks, so no row is written to take them.
+   */
+  lockReceiptKeys: `
+    SELECT count(pg_advisory_xact_lock(${RECEIPT_LOCK_SPACE}, k.h)) FROM (
+      SELECT DISTINCT hashtext('${schema}' || chr(1) || a || chr(1) || r) AS h FROM unnest($1::text[], $2::text[]) AS x(a, r)
+      ORDER BY 1
+    ) k`,
+
   /** Links to receipts not stored yet; RETURNING says which this batch created. */
   insertNewReceipts: `
     INSERT INTO ${schema}.receipts
@@ -69,12 +84,14 @@ export const sql = (schema: string) => ({
     ON CONFLICT (app_id, receipt_id) DO NOTHING
     RETURNING app_id, receipt_id`,
 
-  /** Every stored receipt the batch touches, locked, with its owner and the link that made it so. */
-  lockReceipts: `
+  /**
+   * Every stored receipt the batch touches, with its owner and the link that made it so. No row
+   * locks: lockReceiptKeys already gives this batch the receipts to itself.
+   */
+  readReceipts: `
     SELECT r.app_id, r.receipt_id, r.application_username, r.explicit, ${iso('r.version_time')} AS version_time, r.version_id
     FROM ${schema}.receipts r
-    JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON r.app_id = k.app_id AND r.receipt_id = k.id
-    ORDER BY r.app_id, r.receipt_id FOR UPDATE OF r`,
+    JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON r.app_id = k.app_id AND r.receipt_id = k.id`,
 
   /** Links that won against the stored one (linkWins). */
   updateReceipts: `

@@ -154,7 +154,13 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
 }
 
 const key2 = (a: string, b: string) => `${a}\u0000${b}`;
-const sorted = <T>(items: T[], key: (t: T) => string) => [...items].sort((x, y) => (key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : 0));
+/** Sorted by a string key computed once per item (the writer sorts every batch's rows this way). */
+function sorted<T>(items: T[], key: (t: T) => string): T[] {
+  return items
+    .map((item) => ({ item, k: key(item) }))
+    .sort((x, y) => (x.k < y.k ? -1 : x.k > y.k ? 1 : 0))
+    .map((x) => x.item);
+}
 
 type StoredTransaction = Pick<
   TransactionRow,
@@ -213,6 +219,10 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const affect = (app_id: string, name: string) => affected.set(key2(app_id, name), { app_id, name });
   const links = sorted(changes.receipts, (r) => key2(r.app_id, r.receipt_id));
   for (const r of links) touchReceipt(r.app_id, r.receipt_id);
+  if (receiptKeys.size > 0) {
+    const keys = [...receiptKeys.values()];
+    await m.query(q.lockReceiptKeys, [keys.map((r) => r.app_id), keys.map((r) => r.receipt_id)]);
+  }
   const createdReceipts = new Set<string>();
   if (links.length > 0) {
     const created = (await m.query(q.insertNewReceipts, [JSON.stringify(links)])) as { app_id: string; receipt_id: string }[];
@@ -220,7 +230,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   }
   const touched = sorted([...receiptKeys.values()], (r) => key2(r.app_id, r.receipt_id));
   if (touched.length > 0) {
-    const rows = (await m.query(q.lockReceipts, [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)])) as StoredReceipt[];
+    const rows = (await m.query(q.readReceipts, [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)])) as StoredReceipt[];
     const storedLinks = new Map(rows.map((r) => [key2(r.app_id, r.receipt_id), r]));
     for (const r of rows) affect(r.app_id, r.application_username);
     const won = links.filter((r) => {

@@ -7,8 +7,9 @@ export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'Y
 export const customerSummarySql = (schema: string) => ({
   /**
    * Every receipt the given customers ($1 app ids, $2 usernames) own, with its transactions (none:
-   * one row of nulls). FOR SHARE waits for a concurrent batch still writing one of them, so the
-   * summary is computed from what that batch commits, never from the version before.
+   * one row of nulls). No row locks: batches touching the same receipt are serialised by the
+   * writer's receipt locks (apply-batch.sql.ts, lockReceiptKeys), which is what keeps this read
+   * from missing a concurrent batch's change.
    */
   owned: `
     SELECT r.app_id, r.application_username, r.receipt_id, t.*
@@ -23,7 +24,6 @@ export const customerSummarySql = (schema: string) => ({
              t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
              ${iso('t.last_renewal_date')} AS last_renewal_date, t.renewal_intent
       FROM ${schema}.transactions t WHERE t.app_id = r.app_id AND t.receipt_id = r.receipt_id
-      FOR SHARE
     ) t ON true
     ORDER BY r.app_id, r.application_username, r.receipt_id COLLATE "C"`,
 

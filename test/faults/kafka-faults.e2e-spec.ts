@@ -13,7 +13,8 @@ import { scenarioEvents, toBuffers } from '../utils/scenario.js';
 // state, and once the documented command is run, in read models equal to a from-scratch projection
 // with nothing lost or doubled. A broker of this file's own, so stopping it disturbs no other test.
 
-jest.setTimeout(300_000);
+const OUTAGE_MS = Number(process.env.BROKER_OUTAGE_MS ?? 20_000);
+jest.setTimeout(300_000 + OUTAGE_MS);
 
 type Ready = { status: number; consumer: { status: string; state: string; reason?: string; blocked?: { partition: number; storedOffset: string; logEnd: string }[] } };
 
@@ -162,11 +163,15 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
     // Prometheus has scraped while the broker was there
     expect((await api!.get('/metrics')).body).toMatch(/projection_consumer_lag_stale 0/);
     await broker.stop();
+    const stoppedAt = Date.now();
     await expectEventually(async () => {
       const r = await ready();
       expect(r.status).toBe(503);
       expect(r.consumer.state).toBe('connecting');
     }, 60_000);
+    // down for BROKER_OUTAGE_MS in all (20 s in `npm test`, 60 s in `npm run test:chaos`)
+    await new Promise((r) => setTimeout(r, Math.max(0, OUTAGE_MS - (Date.now() - stoppedAt))));
+    expect((await ready()).consumer.state).toBe('connecting');
     const metrics = (await api!.get('/metrics')).body as string;
     expect(metrics).toMatch(new RegExp(`projection_consumer_lag\\{topic="${topic}",partition="0"\\} 0`));
     expect(metrics).toMatch(/projection_consumer_lag_stale 1/);

@@ -9,6 +9,8 @@ const LEVELS: Record<number, 'error' | 'warn' | 'log' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
+const CONNECTION_NAMESPACES = new Set(['Connection', 'BrokerPool', 'Cluster', 'Runner', 'ConsumerGroup']);
+
 export function createKafka(settings: KafkaSettings, clientIdSuffix = ''): Kafka {
   const logger = new Logger('kafkajs');
   return new Kafka({
@@ -24,7 +26,10 @@ export function createKafka(settings: KafkaSettings, clientIdSuffix = ''): Kafka
       () =>
       ({ namespace, level, log }: LogEntry) => {
         const { message, ...extra } = log;
-        logger[LEVELS[level] ?? 'log']({ namespace, ...extra, msg: message });
+        // Connection failures repeat on every retry while a broker is away; the consumer reports the
+        // outage once as a state change (connecting, with the reason), so these go to debug.
+        const repeats = CONNECTION_NAMESPACES.has(namespace) || /ECONNREFUSED|Connection error|Failed to connect|Crash/i.test(message);
+        logger[repeats ? 'debug' : (LEVELS[level] ?? 'log')]({ namespace, ...extra, msg: message });
       },
   });
 }
