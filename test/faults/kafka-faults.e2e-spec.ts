@@ -66,13 +66,24 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
     await admin.disconnect();
     await createTopic(topic, partitions, broker.brokers);
   };
+  /** A topic with these events, projected by a running service. */
+  const projected = async (partitions: number, values: Buffer[]) => {
+    await createTopic(topic, partitions, broker.brokers);
+    await start();
+    await produce(topic, values, broker.brokers);
+    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
+  };
+  /** The operator's command, then ready again and equal to a from-scratch projection of `expected`. */
+  const resetThenExpect = async (partitions: string[], expected: Buffer[]) => {
+    for (const partition of partitions) expect((await cli(['offsets', 'reset', '--to', 'earliest', '--partition', partition])).code).toBe(0);
+    await expectEventually(async () => expect((await ready()).status).toBe(200), 60_000);
+    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
+    await expectEqualsFromScratch(db.dataSource, expected);
+  };
 
   it('a recreated topic shorter than the stored offsets: blocked, named, and resumed by `offsets reset`', async () => {
-    await createTopic(topic, 2, broker.brokers);
-    await start();
     const before = events(1, 12);
-    await produce(topic, before, broker.brokers);
-    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
+    await projected(2, before);
     await stop();
 
     await recreate(2);
@@ -91,18 +102,12 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
     expect(shown.code).toBe(3);
     expect(shown.stdout).toMatch(/partition 0: stored offset \d+, log 0\.\.\d+: the log ends before the stored offset/);
 
-    for (const partition of ['0', '1']) expect((await cli(['offsets', 'reset', '--to', 'earliest', '--partition', partition])).code).toBe(0);
-    await expectEventually(async () => expect((await ready()).status).toBe(200), 60_000);
-    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
-    await expectEqualsFromScratch(db.dataSource, [...before, ...after]);
+    await resetThenExpect(['0', '1'], [...before, ...after]);
   });
 
   it('a recreated topic that has grown past the stored offsets is recognised by the message projected last', async () => {
-    await createTopic(topic, 1, broker.brokers);
-    await start();
     const before = events(3, 6);
-    await produce(topic, before, broker.brokers);
-    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
+    await projected(1, before);
     await stop();
 
     await recreate(1);
@@ -114,18 +119,12 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
       const r = await ready();
       expect(r.consumer).toMatchObject({ state: 'blocked', reason: expect.stringContaining('the topic was recreated or rewritten') });
     }, 60_000);
-    expect((await cli(['offsets', 'reset', '--to', 'earliest', '--partition', '0'])).code).toBe(0);
-    await expectEventually(async () => expect((await ready()).status).toBe(200), 60_000);
-    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
-    await expectEqualsFromScratch(db.dataSource, [...before, ...after]);
+    await resetThenExpect(['0'], [...before, ...after]);
   });
 
   it('retention passed the stored offset: blocked; rebuild refuses the partial log; reset resumes from the log start', async () => {
-    await createTopic(topic, 1, broker.brokers);
-    await start();
     const first = events(5, 5);
-    await produce(topic, first, broker.brokers);
-    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
+    await projected(1, first);
     await stop();
 
     const second = events(6, 8);
@@ -155,11 +154,8 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
   });
 
   it('broker away: readiness says so and lag stays exported (stale); back with its data: ready and caught up', async () => {
-    await createTopic(topic, 2, broker.brokers);
-    await start();
     const first = events(7, 6);
-    await produce(topic, first, broker.brokers);
-    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
+    await projected(2, first);
     // Prometheus has scraped while the broker was there
     expect((await api!.get('/metrics')).body).toMatch(/projection_consumer_lag_stale 0/);
     await broker.stop();
@@ -186,11 +182,8 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
   });
 
   it('broker back empty: the topic is made again, the partitions block, and a reset resumes', async () => {
-    await createTopic(topic, 1, broker.brokers);
-    await start();
     const first = events(9, 6);
-    await produce(topic, first, broker.brokers);
-    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
+    await projected(1, first);
 
     await broker.restartEmpty();
     // the consumer restarts itself and ensures its topics again (kafkajs' own restart would not)
@@ -205,10 +198,7 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
 
     const second = events(10, 3);
     await produce(topic, second, broker.brokers);
-    expect((await cli(['offsets', 'reset', '--to', 'earliest', '--partition', '0'])).code).toBe(0);
-    await expectEventually(async () => expect((await ready()).status).toBe(200), 60_000);
-    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
-    await expectEqualsFromScratch(db.dataSource, [...first, ...second]);
+    await resetThenExpect(['0'], [...first, ...second]);
   });
 });
 
