@@ -1,0 +1,40 @@
+// Time per projection statement, for comparing two checkouts on identical events:
+//   node bench/profile-projection.mjs <checkout dir, built> <scratch database name>
+// Generates 60k events with this checkout's generator (seed 42), drops and creates the database on
+// the PostgreSQL at 127.0.0.1:5432 (PROFILE_ADMIN_URL to choose another), migrates it with the given
+// checkout, and applies the events in 3000-event batches through that checkout's applyBatch.
+const { default: pg } = await import(new URL('../node_modules/pg/lib/index.js', import.meta.url).href);
+const [repoArg, dbname] = process.argv.slice(2);
+const repo = (await import('node:path')).resolve(repoArg);
+const ADMIN = process.env.PROFILE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const { DataSource, EntityManager } = await import(`${repo}/node_modules/typeorm/index.js`);
+const { dataSourceOptions } = await import(`${repo}/dist/database/data-source-options.js`);
+const { runMigrations } = await import(`${repo}/dist/database/migrate.js`);
+const { applyBatch } = await import(`${repo}/dist/projection/apply-batch.js`);
+const { generateEvents } = await import(new URL('../dist/generate/generate-events.js', import.meta.url).href);
+const admin = new pg.Client({ connectionString: ADMIN });
+await admin.connect();
+await admin.query(`DROP DATABASE IF EXISTS ${dbname}`);
+await admin.query(`CREATE DATABASE ${dbname}`);
+await admin.end();
+const ds = await new DataSource(dataSourceOptions(Object.assign(new URL(ADMIN), { pathname: `/${dbname}` }).toString(), { poolSize: 4 })).initialize();
+await runMigrations(ds);
+const values = [...generateEvents({ seed: 42, events: 60000 })].map((e) => Buffer.from(JSON.stringify(e)));
+const times = new Map();
+
+const orig = EntityManager.prototype.query;
+EntityManager.prototype.query = async function (sql, params) {
+  const t = performance.now();
+  try { return await orig.call(this, sql, params); } finally {
+    const k = sql.trim().replace(/\s+/g, ' ').slice(0, 60);
+    const e = times.get(k) ?? [0, 0]; e[0] += performance.now() - t; e[1]++; times.set(k, e);
+  }
+};
+const t0 = performance.now();
+for (let i = 0; i < values.length; i += 3000) {
+  await applyBatch(ds, { topic: 't', partition: 0, messages: values.slice(i, i + 3000).map((value, j) => ({ offset: String(i + j), key: null, value, timestamp: String(Date.now()) })) });
+}
+const total = performance.now() - t0;
+console.log(`${repo}: ${values.length} events in ${(total / 1000).toFixed(1)} s = ${Math.round(values.length / (total / 1000))} ev/s`);
+for (const [k, [ms, n]] of [...times].sort((a, b) => b[1][0] - a[1][0]).slice(0, 14)) console.log(`${ms.toFixed(0).padStart(7)} ms ${String(n).padStart(4)}x  ${k}`);
+await ds.destroy();
