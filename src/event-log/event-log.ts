@@ -32,3 +32,9 @@ export async function eventLogEndOffsets(db: DataSource, topic: string): Promise
   const rows: { partition: number; next_offset: string }[] = await db.query(eventLogSql.endOffsets, [topic]);
   return new Map(rows.map((r) => [r.partition, r.next_offset]));
 }
+
+/** First offset the log still holds per partition (its end when empty), like Kafka's low watermark. */
+export async function eventLogStartOffset(db: DataSource, topic: string, partition = EMBEDDED_PARTITION): Promise<bigint> {
+  const [row] = (await db.query(eventLogSql.startOffset, [topic, partition])) as { low: string }[];
+  return BigInt(row?.low ?? 0);
+}

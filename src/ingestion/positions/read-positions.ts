@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../../config/app-config.js';
-import { EMBEDDED_PARTITION } from '../../event-log/event-log.js';
+import { EMBEDDED_PARTITION, eventLogEndOffsets, eventLogStartOffset } from '../../event-log/event-log.js';
 import { createKafka } from '../kafka/kafka-client.js';
 import type { PartitionPosition } from './log-positions.js';
 
@@ -22,12 +22,8 @@ export async function readPositions(config: AppConfig, db: DataSource, schema = 
       await admin.disconnect();
     }
   } else {
-    const [row] = (await db.query(
-      `SELECT coalesce((SELECT min("offset") FROM public.event_log WHERE topic = $1 AND partition = $2), h.next_offset)::text AS low, h.next_offset::text AS high
-       FROM public.event_log_heads h WHERE h.topic = $1 AND h.partition = $2`,
-      [topic, EMBEDDED_PARTITION],
-    )) as { low: string; high: string }[];
-    ends = [{ partition: EMBEDDED_PARTITION, low: BigInt(row?.low ?? 0), high: BigInt(row?.high ?? 0) }];
+    const [low, high] = await Promise.all([eventLogStartOffset(db, topic), eventLogEndOffsets(db, topic)]);
+    ends = [{ partition: EMBEDDED_PARTITION, low, high: BigInt(high.get(EMBEDDED_PARTITION) ?? 0) }];
   }
   const positions = ends
     .map((e) => ({ partition: e.partition, logStart: e.low, logEnd: e.high, stored: stored.get(e.partition) }))
