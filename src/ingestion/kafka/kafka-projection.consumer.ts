@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { Partitioners, type Admin, type Consumer, type EachBatchPayload, type Kafka, type Producer } from 'kafkajs';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig, type KafkaSettings } from '../../config/app-config.js';
-import type { BlockedPartition, ConsumerHealth, ConsumerState, ConsumerStatus } from '../../health/consumer-status.js';
+import type { BlockedPartition, ConsumerHealth, ConsumerStatus } from '../../health/consumer-status.js';
 import { failpoint } from '../../common/failpoint.js';
 import type { DeadLetter } from '../../projection/apply-batch.js';
 import { describePosition, positionProblem, type PartitionPosition } from '../positions/log-positions.js';
@@ -342,4 +342,3 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   }
 }
 
-export type { ConsumerState };
