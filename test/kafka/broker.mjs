@@ -19,6 +19,7 @@ export function kafkaClasspath() {
   const cacheDir = path.join(root, '.tmp');
   const cache = path.join(cacheDir, `kafka-classpath-${digest}.txt`);
   if (!existsSync(cache)) {
+    requireTool('mvn', 'Maven');
     mkdirSync(cacheDir, { recursive: true });
     execFileSync('mvn', ['-q', '-B', '-f', pom, 'dependency:build-classpath', `-Dmdep.outputFile=${cache}`], {
       stdio: ['ignore', 'inherit', 'inherit'],
@@ -26,6 +27,17 @@ export function kafkaClasspath() {
     });
   }
   return readFileSync(cache, 'utf8').trim();
+}
+
+/** The suite's Kafka broker needs these; say so in one line instead of a spawn ENOENT stack. */
+function requireTool(command, name) {
+  try {
+    execFileSync(command, ['-version'], { stdio: 'ignore' });
+  } catch (error) {
+    if (error.code === 'ENOENT') {
+      throw new Error(`the tests run a Kafka broker with ${name} (\`${command}\`), which is not installed: install Java 17+ and Maven, or set KAFKA_BROKERS to a broker to use`);
+    }
+  }
 }
 
 /** `count` distinct free ports: all are held open until every one is known. */
@@ -90,6 +102,7 @@ export async function startKafkaBroker({ dir, port, controllerPort, fresh } = {}
     ].join('\n'),
   );
   const java = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
+  requireTool(java, 'Java');
   const format = () => {
     const clusterId = Buffer.from(randomUUID().replaceAll('-', ''), 'hex').toString('base64url');
     try {
