@@ -6,6 +6,22 @@ import { codeForStatus, problem, PROBLEM_CONTENT_TYPE, type Problem } from './pr
 
 const RETRY_AFTER_SECONDS = 5;
 
+/** RFC 6750 §3: how to authenticate, and for a rejected token, why (no error code when none was sent). */
+function bearerChallenge(body: Problem): string | undefined {
+  const quote = (s: string) => s.replace(/["\\]/g, "'");
+  switch (body.code) {
+    case ErrorCode.TokenMissing:
+      return 'Bearer realm="subscription-records"';
+    case ErrorCode.TokenInvalid:
+    case ErrorCode.TokenExpired:
+      return `Bearer realm="subscription-records", error="invalid_token", error_description="${quote(body.detail)}"`;
+    case ErrorCode.InsufficientScope:
+      return `Bearer realm="subscription-records", error="insufficient_scope", error_description="${quote(body.detail)}"`;
+    default:
+      return undefined;
+  }
+}
+
 /** Turns every error leaving a controller (or the router) into an RFC 9457 problem response. */
 @Catch()
 export class ProblemFilter implements ExceptionFilter {
@@ -15,7 +31,14 @@ export class ProblemFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const request = http.getRequest<FastifyRequest>();
     const reply = http.getResponse<FastifyReply>();
-    const body = this.toProblem(error, request);
+    let body = this.toProblem(error, request);
+    // A path that exists for GET: the method is what is wrong (RFC 9110: 405 with Allow).
+    if (body.status === 404 && request.method !== 'GET' && request.server.hasRoute({ method: 'GET', url: request.url.split('?')[0] })) {
+      body = problem(ErrorCode.MethodNotAllowed, `${request.method} is not supported here; use GET.`, { instance: body.instance });
+      void reply.header('allow', 'GET, HEAD');
+    }
+    const challenge = bearerChallenge(body);
+    if (challenge) void reply.header('www-authenticate', challenge);
     // The read models are fine, the database just cannot answer now: tell clients when to come back.
     if (body.code === ErrorCode.DatabaseUnavailable) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
     if (body.code === ErrorCode.DatabaseUnavailable) {

@@ -37,6 +37,28 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
     });
   });
 
+  it('answers other methods on the endpoints with 405 and Allow', async () => {
+    for (const method of ['POST', 'DELETE', 'PUT', 'PATCH']) {
+      const res = await fetch(`${api.baseUrl}/v2/customers?limit=1`, { method, headers: { authorization: `Bearer ${api.token('app-1')}` } });
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('GET, HEAD');
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(await res.json()).toMatchObject({ status: 405, code: 'method_not_allowed' });
+    }
+    expect((await fetch(`${api.baseUrl}/v2/nothing`, { method: 'POST' })).status).toBe(404);
+  });
+
+  it('says how to authenticate on 401 and 403 (RFC 6750)', async () => {
+    const none = await fetch(`${api.baseUrl}/v2/transactions`);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="subscription-records"');
+    const bad = await fetch(`${api.baseUrl}/v2/transactions`, { headers: { authorization: 'Bearer garbage' } });
+    expect(bad.status).toBe(401);
+    expect(bad.headers.get('www-authenticate')).toMatch(/^Bearer realm="subscription-records", error="invalid_token", error_description="[^"]+"$/);
+    const scope = await fetch(`${api.baseUrl}/v2/customers`, { headers: { authorization: `Bearer ${api.token('app-1', ['transactions:read'])}` } });
+    expect(scope.status).toBe(403);
+    expect(scope.headers.get('www-authenticate')).toContain('error="insufficient_scope"');
+  });
+
   it('reports liveness and readiness', async () => {
     expect((await api.get('/health/live')).body).toEqual({ status: 'ok' });
     const ready = await api.get('/health/ready');
