@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -13,6 +13,9 @@ import type { Metrics } from './metrics/metrics.js';
 import { METRICS } from './metrics/metrics.module.js';
 
 export const MAX_HEADER_BYTES = 256 * 1024;
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+/** Probes and scrapes come every few seconds: their request logs are debug, not info. */
+const QUIET_ROUTES = /^\/(health\/|metrics$)/;
 
 /**
  * Requests Node's HTTP parser refuses before any route runs (request line and headers over
@@ -40,13 +43,22 @@ function answerClientError(error: Error & { code?: string }, socket: Socket): vo
 export async function createHttpApp(options: AppModuleOptions & { pino: Logger }): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     loggerInstance: options.pino,
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // A caller's x-request-id is kept only when short and printable (it is echoed and logged).
+    requestIdHeader: false,
+    genReqId: (request: IncomingMessage) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
     // Room for the documented maximum username list (1000 names averaging up to ~200 encoded bytes).
     http: { maxHeaderSize: MAX_HEADER_BYTES },
     // Time to receive a whole request; database time is bounded by STATEMENT_TIMEOUT_MS (then 503).
     requestTimeout: options.config.requestTimeoutMs,
     clientErrorHandler: answerClientError,
+  });
+  // A route's logLevel is a floor: probes and scrapes log their request lines only at debug or trace.
+  const verbose = options.config.logLevel === 'debug' || options.config.logLevel === 'trace';
+  adapter.getInstance().addHook('onRoute', (route) => {
+    if (!verbose && QUIET_ROUTES.test(route.url)) route.logLevel = 'warn';
   });
   adapter.getInstance().addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);

@@ -43,6 +43,9 @@ export class ProblemFilter implements ExceptionFilter {
     if (body.code === ErrorCode.DatabaseUnavailable) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
     if (body.code === ErrorCode.DatabaseUnavailable) {
       this.logger.warn({ err: (error as Error).message, reqId: request.id, msg: 'database unavailable' });
+    } else if (body.code === ErrorCode.ServiceUnavailable) {
+      // readiness saying what is down: an expected state, one line, no stack
+      this.logger.warn({ reqId: request.id, url: request.url, msg: 'not ready' });
     } else if (body.status >= 500) {
       this.logger.error({ err: error, reqId: request.id, msg: 'request failed' });
     }

@@ -127,7 +127,12 @@ describe('request logs', () => {
     try {
       const { port } = app.getHttpServer().address() as { port: number };
       await fetch(`http://127.0.0.1:${port}/v2/customers?access_token=eyJsecret.part.here&applicationUsername=alice%40example.com`);
+      await fetch(`http://127.0.0.1:${port}/health/live`);
+      await fetch(`http://127.0.0.1:${port}/metrics`);
       const log = lines.join('');
+      // probes and scrapes are not logged at info
+      expect(log).not.toMatch(/"url":"\/health\/live"/);
+      expect(log).not.toMatch(/"url":"\/metrics"/);
       expect(log).toContain('access_token=[redacted]');
       expect(log).not.toContain('eyJsecret');
       expect(log).not.toContain('alice');
