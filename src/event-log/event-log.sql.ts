@@ -27,8 +27,9 @@ export const eventLogSql = {
     FROM public.event_log l
     WHERE l.topic = $1 AND l.partition = $2 AND l."offset" >= $3
     ORDER BY l."offset" LIMIT $4`,
-  startOffset: `
-    SELECT coalesce((SELECT min("offset") FROM public.event_log WHERE topic = $1 AND partition = $2), h.next_offset)::text AS low
+  bounds: `
+    SELECT coalesce((SELECT min("offset") FROM public.event_log WHERE topic = $1 AND partition = $2), h.next_offset)::text AS low,
+           h.next_offset::text AS high
     FROM public.event_log_heads h WHERE h.topic = $1 AND h.partition = $2`,
   endOffsets: `SELECT partition, next_offset::text AS next_offset FROM public.event_log_heads WHERE topic = $1 ORDER BY partition`,
 };

@@ -33,8 +33,11 @@ export async function eventLogEndOffsets(db: DataSource, topic: string): Promise
   return new Map(rows.map((r) => [r.partition, r.next_offset]));
 }
 
-/** First offset the log still holds per partition (its end when empty), like Kafka's low watermark. */
-export async function eventLogStartOffset(db: DataSource, topic: string, partition = EMBEDDED_PARTITION): Promise<bigint> {
-  const [row] = (await db.query(eventLogSql.startOffset, [topic, partition])) as { low: string }[];
-  return BigInt(row?.low ?? 0);
+/**
+ * The first offset the partition still holds (its end when empty, like Kafka's low watermark) and
+ * the next one it will write, in one query.
+ */
+export async function eventLogBounds(db: DataSource, topic: string, partition = EMBEDDED_PARTITION): Promise<{ low: bigint; high: bigint }> {
+  const [row] = (await db.query(eventLogSql.bounds, [topic, partition])) as { low: string; high: string }[];
+  return { low: BigInt(row?.low ?? 0), high: BigInt(row?.high ?? 0) };
 }

@@ -171,8 +171,8 @@ type StoredReceipt = Pick<ReceiptRow, 'app_id' | 'receipt_id' | 'application_use
 /**
  * Writes one batch's row changes, keeping the day counts and customer summaries exact. The rules
  * (mergeTransaction, linkWins, summarizeCustomer) run here in TypeScript; SQL fetches and stores.
- * Lock order is the same in every batch (transactions, receipts, customers, day counts), each in
- * key order, so concurrent batches wait for each other instead of deadlocking.
+ * Lock order is the same in every batch (transaction rows, receipt advisory locks, customer rows,
+ * day counts), each in one order, so concurrent batches wait for each other instead of deadlocking.
  */
 async function writeChanges(m: EntityManager, schema: string, changes: RowChanges): Promise<void> {
   const q = sql(schema);
@@ -219,18 +219,17 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const affect = (app_id: string, name: string) => affected.set(key2(app_id, name), { app_id, name });
   const links = sorted(changes.receipts, (r) => key2(r.app_id, r.receipt_id));
   for (const r of links) touchReceipt(r.app_id, r.receipt_id);
-  if (receiptKeys.size > 0) {
-    const keys = [...receiptKeys.values()];
-    await m.query(q.lockReceiptKeys, [keys.map((r) => r.app_id), keys.map((r) => r.receipt_id)]);
-  }
+  // The advisory locks are taken in hash order inside SQL; the receipt rows themselves are not locked.
+  const touched = [...receiptKeys.values()];
+  const touchedArgs = [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)];
+  if (touched.length > 0) await m.query(q.lockReceiptKeys, touchedArgs);
   const createdReceipts = new Set<string>();
   if (links.length > 0) {
     const created = (await m.query(q.insertNewReceipts, [JSON.stringify(links)])) as { app_id: string; receipt_id: string }[];
     for (const r of created) createdReceipts.add(key2(r.app_id, r.receipt_id));
   }
-  const touched = sorted([...receiptKeys.values()], (r) => key2(r.app_id, r.receipt_id));
   if (touched.length > 0) {
-    const rows = (await m.query(q.readReceipts, [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)])) as StoredReceipt[];
+    const rows = (await m.query(q.readReceipts, touchedArgs)) as StoredReceipt[];
     const storedLinks = new Map(rows.map((r) => [key2(r.app_id, r.receipt_id), r]));
     for (const r of rows) affect(r.app_id, r.application_username);
     const won = links.filter((r) => {

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { DATABASE_SERVER } from '../../database/database.module.js';
 import type { DatabaseServer } from '../../database/database-server.js';
-import { EMBEDDED_PARTITION, eventLogEndOffsets, eventLogStartOffset, readEventLog } from '../../event-log/event-log.js';
+import { EMBEDDED_PARTITION, eventLogBounds, eventLogEndOffsets, readEventLog } from '../../event-log/event-log.js';
 import { NOTIFY_CHANNEL } from '../../event-log/event-log.sql.js';
 import type { ConsumerHealth, ConsumerStatus } from '../../health/consumer-status.js';
 import { describePosition, positionProblem } from '../positions/log-positions.js';
@@ -95,8 +95,8 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
         const messages = limit > 0 ? await readEventLog(this.db, topic, EMBEDDED_PARTITION, String(from), limit) : [];
         if (messages.length === 0 || BigInt(messages[0].offset) !== from) {
           // Nothing at the stored offset: caught up, unless the log was emptied or cut under the read models.
-          const end = (await this.endOffsets()).get(EMBEDDED_PARTITION) ?? 0n;
-          const position = { partition: EMBEDDED_PARTITION, logStart: await eventLogStartOffset(this.db, topic), logEnd: end, stored: row ? from : undefined };
+          const { low, high } = await eventLogBounds(this.db, topic);
+          const position = { partition: EMBEDDED_PARTITION, logStart: low, logEnd: high, stored: row ? from : undefined };
           if (positionProblem(position)) {
             this.setStatus('blocked', `${describePosition(position)}; run \`npm run cli -- offsets reset\` or \`rebuild\` (docs/operations.md)`);
             await this.idle();

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../../config/app-config.js';
-import { EMBEDDED_PARTITION, eventLogEndOffsets, eventLogStartOffset } from '../../event-log/event-log.js';
+import { EMBEDDED_PARTITION, eventLogBounds } from '../../event-log/event-log.js';
 import { createKafka } from '../kafka/kafka-client.js';
 import type { PartitionPosition } from './log-positions.js';
 
@@ -22,8 +22,7 @@ export async function readPositions(config: AppConfig, db: DataSource, schema = 
       await admin.disconnect();
     }
   } else {
-    const [low, high] = await Promise.all([eventLogStartOffset(db, topic), eventLogEndOffsets(db, topic)]);
-    ends = [{ partition: EMBEDDED_PARTITION, low, high: BigInt(high.get(EMBEDDED_PARTITION) ?? 0) }];
+    ends = [{ partition: EMBEDDED_PARTITION, ...(await eventLogBounds(db, topic)) }];
   }
   const positions = ends
     .map((e) => ({ partition: e.partition, logStart: e.low, logEnd: e.high, stored: stored.get(e.partition) }))
