@@ -5,7 +5,8 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
 
-export type Paging = { skip: number; limit: number; total: number };
+/** `next` only on change-feed pages (changedAfter): the cursor to send next time. */
+export type Paging = { skip: number; limit: number; total: number; next?: string };
 export type Page<Row> = { rows: Row[]; paging: Paging };
 
 /** Query strings are text: only plain decimal integers become numbers, anything else fails @IsInt. */
@@ -32,5 +33,22 @@ export class PagingRequest {
 export const pagingSchema = {
   type: 'object',
   required: ['skip', 'limit', 'total'],
-  properties: { skip: { type: 'integer' }, limit: { type: 'integer' }, total: { type: 'integer' } },
+  properties: {
+    skip: { type: 'integer' },
+    limit: { type: 'integer' },
+    total: { type: 'integer', description: 'Rows the listing holds for the filters given (with changedAfter: all rows of the listing)' },
+    next: {
+      type: 'string',
+      description: 'With changedAfter only: the cursor to send as changedAfter next time (the same one when the page is empty)',
+    },
+  },
+} as const;
+
+/** The change-feed parameter both listings accept (docs/change-feed.md). */
+export const CHANGED_AFTER_DOC = {
+  description:
+    'Change feed: rows changed after this cursor, in change order (0 = from the beginning; then paging.next of the previous page). ' +
+    'Cannot be combined with skip or the other filters.',
+  type: 'string',
+  example: '0',
 } as const;

@@ -5,8 +5,9 @@ import { Rebuilds1763800000000 } from './migrations/1763800000000-rebuilds.js';
 import { CountsAndSummaries1763900000000 } from './migrations/1763900000000-counts-and-summaries.js';
 import { LifecycleRules1764000000000 } from './migrations/1764000000000-lifecycle-rules.js';
 import { FaultProofing1764100000000 } from './migrations/1764100000000-fault-proofing.js';
+import { ChangeFeed1764200000000 } from './migrations/1764200000000-change-feed.js';
 
-export const MIGRATIONS = [ReadModels1763700000000, Rebuilds1763800000000, CountsAndSummaries1763900000000, LifecycleRules1764000000000, FaultProofing1764100000000];
+export const MIGRATIONS = [ReadModels1763700000000, Rebuilds1763800000000, CountsAndSummaries1763900000000, LifecycleRules1764000000000, FaultProofing1764100000000, ChangeFeed1764200000000];
 
 /**
  * statementTimeoutMs bounds every statement on the pool (the service's API); the projection and the

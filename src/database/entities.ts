@@ -5,6 +5,8 @@ import { Check, Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn, Un
 
 @Entity({ schema: 'read_model', name: 'customers' })
 @Index('customers_page_idx', ['appId', 'firstSeenAt', 'applicationUsername'])
+@Index('customers_changes_idx', ['appId', 'changePosition', 'applicationUsername'])
+@Index('customers_unstamped_idx', ['appId'], { where: 'change_position IS NULL' })
 export class CustomerEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
   @PrimaryColumn({ name: 'application_username', type: 'text' }) applicationUsername: string;
@@ -16,6 +18,8 @@ export class CustomerEntity {
   @Column({ name: 'expiration_date', type: 'timestamptz', nullable: true }) expirationDate: Date | null;
   @Column({ name: 'last_renewal_date', type: 'timestamptz', nullable: true }) lastRenewalDate: Date | null;
   @Column({ name: 'renewal_intent', type: 'text', nullable: true }) renewalIntent: string | null;
+  /** Id of the PostgreSQL transaction that last changed what the API shows (docs/change-feed.md). */
+  @Column({ name: 'change_position', type: 'bigint', nullable: true }) changePosition: string | null;
 }
 
 /** Exact transactions per application and UTC day of occurred_at, kept by the projection. */
@@ -49,6 +53,8 @@ export class ReceiptEntity {
 @Entity({ schema: 'read_model', name: 'transactions' })
 @Index('transactions_page_idx', ['appId', 'occurredAt', 'transactionId'])
 @Index('transactions_receipt_idx', ['appId', 'receiptId'])
+@Index('transactions_changes_idx', ['appId', 'changePosition', 'transactionId'])
+@Index('transactions_unstamped_idx', ['appId'], { where: 'change_position IS NULL' })
 export class TransactionEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
   @PrimaryColumn({ name: 'transaction_id', type: 'text' }) transactionId: string;
@@ -85,6 +91,7 @@ export class TransactionEntity {
   @Column({ name: 'first_event_at', type: 'timestamptz' }) firstEventAt: Date;
   @Column({ name: 'version_time', type: 'timestamptz' }) versionTime: Date;
   @Column({ name: 'version_id', type: 'text' }) versionId: string;
+  @Column({ name: 'change_position', type: 'bigint', nullable: true }) changePosition: string | null;
 }
 
 @Entity({ schema: 'read_model', name: 'processed_events' })
@@ -157,6 +164,8 @@ export class RebuildEntity {
   @Column({ name: 'started_at', type: 'timestamptz', default: () => 'now()' }) startedAt: Date;
   @Column({ name: 'finished_at', type: 'timestamptz', nullable: true }) finishedAt: Date | null;
   @Column({ type: 'jsonb', nullable: true }) report: unknown;
+  /** High-water mark when the generation was created: live changes from here on are re-checked at the switch. */
+  @Column({ name: 'changes_from', type: 'bigint', nullable: true }) changesFrom: string | null;
 }
 
 export const ENTITIES = [

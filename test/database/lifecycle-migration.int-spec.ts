@@ -49,11 +49,19 @@ describe('migration LifecycleRules1764000000000 (integration, real PostgreSQL)',
     await previous.destroy();
 
     db = await new DataSource(dataSourceOptions(url, { poolSize: 2 })).initialize();
-    expect(await runMigrations(db)).toEqual(['LifecycleRules1764000000000', 'FaultProofing1764100000000']);
+    expect(await runMigrations(db)).toEqual(['LifecycleRules1764000000000', 'FaultProofing1764100000000', 'ChangeFeed1764200000000']);
   });
   afterAll(async () => {
     await db?.destroy();
     await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  });
+
+  it('gives every existing row a change position (ChangeFeed1764200000000): a feed from 0 lists them all', async () => {
+    const [counts] = await db.query(`
+      SELECT (SELECT count(*) FROM read_model.transactions WHERE change_position IS NULL)::int AS tx_unstamped,
+             (SELECT count(*) FROM read_model.customers WHERE change_position IS NULL)::int AS customers_unstamped,
+             (SELECT count(*) FROM read_model.transactions)::int AS tx`);
+    expect(counts).toEqual({ tx_unstamped: 0, customers_unstamped: 0, tx: 4 });
   });
 
   it('re-files transactions at their charge date and re-counts the days', async () => {

@@ -4,6 +4,7 @@ import { REBUILD_LOCK } from '../../src/operations/rebuild/rebuild.sql.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { createTopic, kafkaBrokers, produce, uniqueTopic, waitUntilCaughtUp } from '../utils/kafka.js';
+import { drainFeed, listAll, type Row } from '../utils/change-feed.js';
 import { runCli } from '../utils/processes.js';
 import { expectEqualsFromScratch, snapshotReadModels } from '../utils/read-models.js';
 import { scenarioEvents, toBuffers } from '../utils/scenario.js';
@@ -68,6 +69,14 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
         }
       }
     })();
+    // A client syncing through the change feed the whole time ends with exactly the listed rows.
+    const feed = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
+    const cursors = { customers: '0', transactions: '0' };
+    const syncer = (async () => {
+      while (!stop) {
+        for (const listing of ['customers', 'transactions'] as const) cursors[listing] = await drainFeed(api, token, listing, cursors[listing], feed[listing], 200);
+      }
+    })();
     const more = toBuffers(scenarioEvents({ seed: 62, customers: 300, tag: 'during' }));
     const publisher = (async () => {
       for (let i = 0; i < more.length && !stop; i += 40) {
@@ -78,7 +87,7 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
 
     const result = await runCli(['rebuild'], env);
     stop = true;
-    await Promise.all([reader, publisher]);
+    await Promise.all([reader, publisher, syncer]);
 
     expect(result.stderr).not.toMatch(/error/i);
     expect(result.stdout).toMatch(/rebuild #1: switched to generation 2/);
@@ -90,6 +99,38 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
     expect(await db.dataSource.query(`SELECT nspname FROM pg_namespace WHERE nspname LIKE 'read_model%' ORDER BY 1`)).toEqual([{ nspname: 'read_model' }]);
     await publish(toBuffers(scenarioEvents({ seed: 63, customers: 30, tag: 'after' }))); // the live consumer goes on in the new generation
     await expectLiveEqualsFromScratch();
+    for (const listing of ['customers', 'transactions'] as const) {
+      await drainFeed(api, token, listing, cursors[listing], feed[listing], 500);
+      expect(feed[listing]).toEqual(await listAll(api, token, listing));
+    }
+  });
+
+  it('keeps change-feed cursors across the switch: nothing replayed when nothing changed, a corrected row shown again', async () => {
+    const [victim] = await db.dataSource.query(`SELECT app_id, transaction_id FROM read_model.transactions ORDER BY transaction_id LIMIT 1`);
+    const token = api.token(victim.app_id);
+    const cursors = { customers: await drainFeed(api, token, 'customers', '0', new Map(), 1000), transactions: await drainFeed(api, token, 'transactions', '0', new Map(), 1000) };
+
+    expect((await runCli(['rebuild'], env)).code).toBe(0);
+    for (const listing of ['customers', 'transactions'] as const) {
+      const replayed = new Map<string, Row>();
+      cursors[listing] = await drainFeed(api, token, listing, cursors[listing], replayed, 1000);
+      expect([...replayed.keys()]).toEqual([]);
+    }
+
+    await db.dataSource.query(`UPDATE read_model.transactions SET renewal_intent = 'Tampered' WHERE app_id = $1 AND transaction_id = $2`, [victim.app_id, victim.transaction_id]);
+    const tampered = new Map<string, Row>();
+    cursors.transactions = await drainFeed(api, token, 'transactions', cursors.transactions, tampered, 1000);
+    expect(tampered.get(victim.transaction_id)).toMatchObject({ renewalIntent: 'Tampered' });
+
+    expect((await runCli(['rebuild'], env)).code).toBe(0);
+    const corrected = new Map<string, Row>();
+    await drainFeed(api, token, 'transactions', cursors.transactions, corrected, 1000);
+    expect([...corrected.keys()]).toEqual([victim.transaction_id]);
+    expect(corrected.get(victim.transaction_id)!.renewalIntent).not.toBe('Tampered');
+    expect(corrected.get(victim.transaction_id)).toEqual((await listAll(api, token, 'transactions')).get(victim.transaction_id));
+    const customers = new Map<string, Row>();
+    await drainFeed(api, token, 'customers', cursors.customers, customers, 1000);
+    expect([...customers.keys()]).toEqual([]);
   });
 
   it('resumes a rebuild that was killed midway', async () => {

@@ -8,6 +8,7 @@ import type { Principal } from '../../auth/scopes.js';
 import { ApiProblemResponses } from '../../common/api-problem-responses.js';
 import type { Page } from '../../common/paging.js';
 import { customerPageSchema, type CustomerSummary } from '../customer.schema.js';
+import { ListCustomerChangesQuery } from '../list-customer-changes/list-customer-changes.query.js';
 import { ListCustomersQuery } from './list-customers.query.js';
 import { ListCustomersRequest, parseListCustomersRequest } from './list-customers.request.js';
 
@@ -19,7 +20,11 @@ export class ListCustomersController {
   @Get()
   @Authorize('customers:read')
   @RouteSchema({ response: { 200: customerPageSchema } })
-  @ApiOperation({ summary: 'List customers', description: 'Ordered by when each customer was first seen, then applicationUsername.' })
+  @ApiOperation({
+    operationId: 'listCustomers',
+    summary: 'List customers',
+    description: 'Ordered by when each customer was first seen, then applicationUsername; with changedAfter, the change feed in change order (docs/change-feed.md).',
+  })
   @ApiOkResponse({ schema: customerPageSchema as object })
   @ApiProblemResponses()
   list(
@@ -29,6 +34,7 @@ export class ListCustomersController {
   ): Promise<Page<CustomerSummary>> {
     const rawQuery = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '';
     const parsed = parseListCustomersRequest(query as unknown as Record<string, unknown>, rawQuery);
+    if (parsed.kind === 'changes') return this.queryBus.execute(new ListCustomerChangesQuery(principal.appId, parsed.after, parsed.limit));
     return this.queryBus.execute(
       parsed.kind === 'usernames'
         ? new ListCustomersQuery(principal.appId, 0, parsed.usernames.length, parsed.usernames)

@@ -31,6 +31,6 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
   }
 }
 
-function toSummaries(rows: CustomerRow[], now: Date): CustomerSummary[] {
+export function toSummaries(rows: CustomerRow[], now: Date): CustomerSummary[] {
   return rows.map((row) => ({ applicationUsername: row.applicationUsername, customerInfo: customerInfo(row, now), receiptIds: row.receiptIds }));
 }

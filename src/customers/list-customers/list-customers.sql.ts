@@ -4,7 +4,7 @@ import type { ListCustomersQuery } from './list-customers.query.js';
 /** A customer row: its name, receipts and the kept summary facts customerInfo is derived from. */
 export type CustomerRow = StoredCustomerFacts & { applicationUsername: string; receiptIds: string[] };
 
-const COLUMNS = `application_username AS "applicationUsername", receipt_ids AS "receiptIds",
+export const CUSTOMER_COLUMNS = `application_username AS "applicationUsername", receipt_ids AS "receiptIds",
        transaction_count AS "transactionCount", last_purchase_date AS "lastPurchaseDate",
        expiration_date AS "expirationDate", last_renewal_date AS "lastRenewalDate",
        renewal_intent AS "renewalIntent"`;
@@ -26,7 +26,7 @@ export const customerPageStartSql = `
  */
 export function customerPageSql(q: ListCustomersQuery, from: Date, offset: number): { sql: string; params: unknown[] } {
   return {
-    sql: `SELECT ${COLUMNS} FROM read_model.customers
+    sql: `SELECT ${CUSTOMER_COLUMNS} FROM read_model.customers
           WHERE app_id = $1 AND first_seen_at >= $2
           ORDER BY first_seen_at, application_username OFFSET $3 LIMIT $4`,
     params: [q.appId, from, offset, q.limit],
@@ -36,7 +36,7 @@ export function customerPageSql(q: ListCustomersQuery, from: Date, offset: numbe
 /** The named customers that exist, in the listing's order. */
 export function customersByNameSql(q: ListCustomersQuery): { sql: string; params: unknown[] } {
   return {
-    sql: `SELECT ${COLUMNS} FROM read_model.customers
+    sql: `SELECT ${CUSTOMER_COLUMNS} FROM read_model.customers
           WHERE app_id = $1 AND application_username = ANY($2::text[])
           ORDER BY first_seen_at, application_username`,
     params: [q.appId, q.usernames],

@@ -13,11 +13,11 @@ export const rebuildSql = {
   liveTables: `
     SELECT table_name FROM information_schema.tables
     WHERE table_schema = 'read_model' AND table_type = 'BASE TABLE' ORDER BY table_name`,
-  running: `SELECT id::text, kind, schema_name, target_offsets, started_at FROM public.rebuilds WHERE status = 'running' AND schema_name = $1`,
+  running: `SELECT id::text, kind, schema_name, target_offsets, started_at, changes_from::text FROM public.rebuilds WHERE status = 'running' AND schema_name = $1`,
   anyRunning: `SELECT id::text, kind, schema_name FROM public.rebuilds WHERE status = 'running' ORDER BY id`,
   start: `
-    INSERT INTO public.rebuilds (kind, schema_name, status, target_offsets, owner)
-    VALUES ($1, $2, 'running', $3::jsonb, $4) RETURNING id::text`,
+    INSERT INTO public.rebuilds (kind, schema_name, status, target_offsets, owner, changes_from)
+    VALUES ($1, $2, 'running', $3::jsonb, $4, $5) RETURNING id::text`,
   finish: `UPDATE public.rebuilds SET status = $2, finished_at = now(), report = $3::jsonb WHERE id = $1::bigint`,
   offsets: (schema: string) => `SELECT partition, next_offset::text AS next_offset FROM ${schema}.projection_offsets WHERE topic = $1`,
   bumpGeneration: `

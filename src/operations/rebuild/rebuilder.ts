@@ -13,6 +13,7 @@ import type { ProjectionTarget } from '../../ingestion/projection-target.js';
 import { Projector } from '../../ingestion/projector.js';
 import { LIVE_PROJECTION_LOCK } from '../../projection/apply-batch.js';
 import { readPositions } from '../../ingestion/positions/read-positions.js';
+import { FEED_TABLES, OLDEST_RUNNING, dropStampTriggerSql, installStampTriggerSql, stampSwitchedSql } from '../../change-feed/change-positions.sql.js';
 import { compareGenerations, type TableDifference } from './compare.js';
 import type { ProgressReporter } from './progress.js';
 import { REBUILD_LOCK, rebuildSql } from './rebuild.sql.js';
@@ -56,20 +57,22 @@ export class Rebuilder {
     try {
       const schema = GENERATION_SCHEMA[kind];
       const topic = this.topic;
-      const [existing] = (await this.db.query(rebuildSql.running, [schema])) as { id: string; target_offsets: Record<string, string> }[];
+      const [existing] = (await this.db.query(rebuildSql.running, [schema])) as { id: string; target_offsets: Record<string, string>; changes_from: string | null }[];
       const resumed = kind === 'rebuild' && existing !== undefined;
       let id: string;
       let target: Offsets;
+      let changesFrom: string;
       if (resumed) {
         id = existing.id;
+        changesFrom = existing.changes_from ?? '0';
         target = new Map(Object.entries(existing.target_offsets).map(([p, o]) => [Number(p), BigInt(o)]));
         this.logger.log({ msg: `resuming rebuild #${id} into ${schema}`, from: Object.fromEntries([...(await this.offsets(schema))].map(([p, o]) => [p, o.toString()])) });
       } else {
         if (existing) await this.db.query(rebuildSql.finish, [existing.id, 'aborted', JSON.stringify({ reason: 'superseded by a new verify' })]);
         if (!options.allowPartialHistory) await this.refusePartialHistory();
-        await this.createGeneration(schema);
+        changesFrom = await this.createGeneration(schema, kind);
         target = await this.logEndOffsets();
-        [{ id }] = await this.db.query(rebuildSql.start, [kind, schema, JSON.stringify(Object.fromEntries([...target].map(([p, o]) => [p, o.toString()]))), this.owner]);
+        [{ id }] = await this.db.query(rebuildSql.start, [kind, schema, JSON.stringify(Object.fromEntries([...target].map(([p, o]) => [p, o.toString()]))), this.owner, changesFrom]);
         this.logger.log({ msg: `${kind} #${id} into ${schema}`, topic, targetOffsets: Object.fromEntries([...target].map(([p, o]) => [p, o.toString()])) });
       }
 
@@ -88,7 +91,7 @@ export class Rebuilder {
       }
 
       await this.catchUp(schema, bounds);
-      const generation = await this.switchGenerations(schema, bounds, id);
+      const generation = await this.switchGenerations(schema, bounds, id, changesFrom);
       await runner.stop();
       runner = undefined;
       await this.db.query(`DROP SCHEMA IF EXISTS read_model_previous CASCADE`);
@@ -145,12 +148,20 @@ export class Rebuilder {
     this.lockClient = undefined;
   }
 
-  private async createGeneration(schema: string): Promise<void> {
+  /**
+   * Returns the change feed's high-water mark at creation: live rows changed from there on are
+   * compared with the generation again when it is switched in (stampSwitchedSql).
+   */
+  private async createGeneration(schema: string, kind: RebuildKind): Promise<string> {
     const tables = (await this.db.query(rebuildSql.liveTables)) as { table_name: string }[];
-    await this.db.transaction(async (m) => {
+    return this.db.transaction(async (m) => {
       await m.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await m.query(`CREATE SCHEMA ${schema}`);
       for (const { table_name } of tables) await m.query(`CREATE TABLE ${schema}.${table_name} (LIKE read_model.${table_name} INCLUDING ALL)`);
+      // LIKE copies no triggers: a rebuild keeps unchanged rows' positions, a verify needs none.
+      for (const table of FEED_TABLES) await m.query(installStampTriggerSql(schema, table, kind === 'rebuild' ? 'generation' : 'scratch'));
+      const [{ mark }] = (await m.query(`SELECT ${OLDEST_RUNNING}::text AS mark`)) as { mark: string }[];
+      return mark;
     });
   }
 
@@ -227,7 +238,7 @@ export class Rebuilder {
    * reach exactly where live stopped, and swap the schemas. Live batches waiting on the lock then
    * resolve `read_model` to the new tables and continue from its offsets.
    */
-  private async switchGenerations(schema: string, bounds: Offsets, id: string): Promise<number> {
+  private async switchGenerations(schema: string, bounds: Offsets, id: string, changesFrom: string): Promise<number> {
     return this.db.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock($1)', [LIVE_PROJECTION_LOCK]);
       const live = await this.offsets('read_model');
@@ -240,9 +251,16 @@ export class Rebuilder {
         if (Date.now() > deadline) throw new RebuildError('the new generation did not reach the live offsets in time; run rebuild again to resume');
         await new Promise((r) => setTimeout(r, POLL_MS));
       }
+      for (const table of FEED_TABLES) {
+        await m.query(dropStampTriggerSql(schema, table));
+        const stamp = stampSwitchedSql(schema, table);
+        await m.query(stamp.rebuilt);
+        await m.query(stamp.changedLive, [changesFrom]);
+      }
       await m.query(`DROP SCHEMA IF EXISTS read_model_previous CASCADE`);
       await m.query(`ALTER SCHEMA read_model RENAME TO read_model_previous`);
       await m.query(`ALTER SCHEMA ${schema} RENAME TO read_model`);
+      for (const table of FEED_TABLES) await m.query(installStampTriggerSql('read_model', table, 'live'));
       const [{ generation }] = await m.query(rebuildSql.bumpGeneration);
       await m.query(rebuildSql.finish, [id, 'switched', JSON.stringify({ generation, offsets: Object.fromEntries([...live].map(([p, o]) => [p, o.toString()])) })]);
       this.logger.log({ msg: `switched to generation ${generation}`, offsets: Object.fromEntries([...live].map(([p, o]) => [p, o.toString()])) });

@@ -7,6 +7,7 @@ import type { Principal } from '../../auth/scopes.js';
 import { ApiProblemResponses } from '../../common/api-problem-responses.js';
 import type { Page } from '../../common/paging.js';
 import { transactionPageSchema, type TransactionView } from '../transaction.schema.js';
+import { ListTransactionChangesQuery } from '../list-transaction-changes/list-transaction-changes.query.js';
 import { ListTransactionsQuery } from './list-transactions.query.js';
 import { ListTransactionsRequest, parseListTransactionsRequest } from './list-transactions.request.js';
 
@@ -18,11 +19,16 @@ export class ListTransactionsController {
   @Get()
   @Authorize('transactions:read')
   @RouteSchema({ response: { 200: transactionPageSchema } })
-  @ApiOperation({ summary: 'List transactions', description: 'Ordered by transaction date, then transactionId.' })
+  @ApiOperation({
+    operationId: 'listTransactions',
+    summary: 'List transactions',
+    description: 'Ordered by transaction date, then transactionId; with changedAfter, the change feed in change order (docs/change-feed.md).',
+  })
   @ApiOkResponse({ schema: transactionPageSchema as object })
   @ApiProblemResponses()
   list(@CurrentPrincipal() principal: Principal, @Query() query: ListTransactionsRequest): Promise<Page<TransactionView>> {
     const request = parseListTransactionsRequest(query as unknown as Record<string, unknown>);
+    if (request.after) return this.queryBus.execute(new ListTransactionChangesQuery(principal.appId, request.after, request.limit));
     return this.queryBus.execute(
       new ListTransactionsQuery(principal.appId, request.skip, request.limit, request.startdate, request.enddate),
     );

@@ -1,9 +1,11 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsDate, IsOptional } from 'class-validator';
+import { IsDate, IsOptional, IsString } from 'class-validator';
+import type { ChangeCursor } from '../../change-feed/change-cursor.js';
+import { feedCursor } from '../../change-feed/feed-request.js';
 import { InvalidParameterError } from '../../common/errors.js';
 import { parseIsoDateTime } from '../../common/iso-date.js';
-import { PagingRequest } from '../../common/paging.js';
+import { CHANGED_AFTER_DOC, PagingRequest } from '../../common/paging.js';
 import { validateRequest } from '../../common/validate-request.js';
 
 const toDate = ({ value }: { value: unknown }): unknown =>
@@ -23,9 +25,18 @@ export class ListTransactionsRequest extends PagingRequest {
   @Transform(toDate)
   @IsDate({ message: dateMessage('enddate') })
   enddate?: Date;
+
+  @ApiPropertyOptional(CHANGED_AFTER_DOC)
+  @IsOptional()
+  @IsString({ message: 'changedAfter must be given once' })
+  changedAfter?: string;
 }
 
-export function parseListTransactionsRequest(query: Record<string, unknown>): ListTransactionsRequest {
+export type ParsedListTransactions = ListTransactionsRequest & { after?: ChangeCursor };
+
+export function parseListTransactionsRequest(query: Record<string, unknown>): ParsedListTransactions {
+  const after = feedCursor(query, ['skip', 'startdate', 'enddate']);
+  if (after) return Object.assign(validateRequest(ListTransactionsRequest, query), { after });
   const request = validateRequest(ListTransactionsRequest, query);
   if (request.startdate && request.enddate && request.enddate < request.startdate) {
     throw new InvalidParameterError('enddate', 'enddate must not be earlier than startdate');

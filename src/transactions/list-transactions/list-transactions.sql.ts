@@ -33,6 +33,20 @@ export type TransactionRow = {
   currency: string | null;
 };
 
+/** The Transaction row as the API returns it (before toView), from read_model.transactions `t`. */
+export const TRANSACTION_COLUMNS = `transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
+  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
+  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
+  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
+  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
+  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
+  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
+  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
+  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
+  is_upgraded AS "isUpgraded",
+  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
+  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency`;
+
 export type PageStartRow = { total: string | null; day: string | null; before: string | null };
 
 /**
@@ -77,18 +91,7 @@ export function transactionPageSql(q: ListTransactionsQuery, from: Date, offset:
   }
   // The OFFSET walks only the index (keys); the 100 rows of the page are then fetched by key.
   const sql = `
-    SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-           platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-           last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-           expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-           renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-           is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-           is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-           is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-           grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-           is_upgraded AS "isUpgraded",
-           price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-           amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency
+    SELECT ${TRANSACTION_COLUMNS}
     FROM (SELECT occurred_at AS k_at, transaction_id AS k_id FROM read_model.transactions
           WHERE app_id = $1 AND occurred_at >= $2${upper}
           ORDER BY occurred_at, transaction_id OFFSET $3 LIMIT $4) k

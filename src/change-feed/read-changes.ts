@@ -1,0 +1,39 @@
+import type { DataSource } from 'typeorm';
+import { preparedQuery } from '../database/prepared.js';
+import { HIGH_WATER, KEY_COLUMN, type FeedTable } from './change-positions.sql.js';
+import { encodeCursor, type ChangeCursor } from './change-cursor.js';
+
+export type ChangePage<Row> = { rows: Row[]; next: string };
+
+/**
+ * Rows changed after `after`, in change order. Only positions below the high-water mark are read:
+ * a transaction still running may yet commit rows ordered before ones already committed, and a
+ * client that skipped past them would never see them.
+ */
+export function changesSql(table: FeedTable, columns: string): string {
+  const key = KEY_COLUMN[table];
+  return `
+    SELECT t.change_position::text AS "changePosition", t.${key} AS "changeKey", ${columns}
+    FROM read_model.${table} t
+    WHERE t.app_id = $1 AND (t.change_position, t.${key}) > ($2::bigint, $3::text) AND t.change_position < ${HIGH_WATER}
+    ORDER BY t.change_position, t.${key}
+    LIMIT $4`;
+}
+
+type Positioned = { changePosition: string; changeKey: string };
+
+export async function readChanges<Row extends object>(
+  db: DataSource,
+  table: FeedTable,
+  columns: string,
+  appId: string,
+  after: ChangeCursor,
+  limit: number,
+): Promise<ChangePage<Row>> {
+  if (limit === 0) return { rows: [], next: encodeCursor(after) };
+  const found = await preparedQuery<Row & Positioned>(db, `changes-${table}`, changesSql(table, columns), [appId, after.position, after.key, limit]);
+  const last = found.at(-1);
+  const next = last ? { position: last.changePosition, key: last.changeKey } : after;
+  const rows = found.map(({ changePosition: _p, changeKey: _k, ...row }) => row as unknown as Row);
+  return { rows, next: encodeCursor(next) };
+}

@@ -1,0 +1,24 @@
+import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { readChanges } from '../../change-feed/read-changes.js';
+import type { Page } from '../../common/paging.js';
+import { preparedQuery } from '../../database/prepared.js';
+import { toView } from '../list-transactions/list-transactions.handler.js';
+import { TRANSACTION_COLUMNS, type TransactionRow } from '../list-transactions/list-transactions.sql.js';
+import type { TransactionView } from '../transaction.schema.js';
+import { ListTransactionChangesQuery } from './list-transaction-changes.query.js';
+import { transactionTotalSql } from './list-transaction-changes.sql.js';
+
+@QueryHandler(ListTransactionChangesQuery)
+export class ListTransactionChangesHandler implements IQueryHandler<ListTransactionChangesQuery> {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  async execute(query: ListTransactionChangesQuery): Promise<Page<TransactionView>> {
+    const [[{ total }], page] = await Promise.all([
+      preparedQuery<{ total: string }>(this.db, 'transactions-total', transactionTotalSql, [query.appId]),
+      readChanges<TransactionRow>(this.db, 'transactions', TRANSACTION_COLUMNS, query.appId, query.after, query.limit),
+    ]);
+    return { rows: page.rows.map(toView), paging: { skip: 0, limit: query.limit, total: Number(total), next: page.next } };
+  }
+}

@@ -1,0 +1,26 @@
+import type { TestApp } from './app.js';
+
+export type Row = Record<string, unknown>;
+export type Listing = 'customers' | 'transactions';
+export const ROW_KEY: Record<Listing, string> = { customers: 'applicationUsername', transactions: 'transactionId' };
+
+/** What a syncing client does: follow paging.next until a page comes back empty. */
+export async function drainFeed(api: TestApp, token: string, listing: Listing, cursor: string, received: Map<string, Row>, limit = 7): Promise<string> {
+  for (;;) {
+    const res = await api.get(`/v2/${listing}?changedAfter=${encodeURIComponent(cursor)}&limit=${limit}`, token);
+    if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
+    for (const row of res.body.rows as Row[]) received.set(row[ROW_KEY[listing]] as string, row);
+    cursor = res.body.paging.next;
+    if (res.body.rows.length === 0) return cursor;
+  }
+}
+
+/** Every row the listing holds, by key (skip/limit paging). */
+export async function listAll(api: TestApp, token: string, listing: Listing): Promise<Map<string, Row>> {
+  const all = new Map<string, Row>();
+  for (let skip = 0; ; skip += 1000) {
+    const res = await api.get(`/v2/${listing}?limit=1000&skip=${skip}`, token);
+    for (const r of res.body.rows as Row[]) all.set(r[ROW_KEY[listing]] as string, r);
+    if (res.body.rows.length < 1000) return all;
+  }
+}
