@@ -1,4 +1,5 @@
 import { appendToEventLog } from '../../src/event-log/event-log.js';
+import { followFeed } from '../utils/change-feed.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { expectEventually } from '../utils/expect-eventually.js';
@@ -81,6 +82,7 @@ describe('ingestion from the embedded event log (e2e: CLI -> log table -> consum
   it('projects a large mixed stream to exactly the from-scratch read models, dead-lettering a poison message on the way', async () => {
     const events = toBuffers(scenarioEvents({ seed: 11, customers: 150 }));
     const half = Math.floor(events.length / 2);
+    const sync = followFeed(api, ['app-1', 'app-2']);
     await runCli(['publish', writeTempFile('a.ndjson', toNdjson(events.slice(0, half).map((b) => JSON.parse(b.toString()))))], { DATABASE_URL: db.url });
     await appendToEventLog(db.dataSource, TOPIC, [{ key: null, value: Buffer.from('poison: not json') }]);
     await runCli(['publish', writeTempFile('b.ndjson', toNdjson(events.slice(half).map((b) => JSON.parse(b.toString()))))], { DATABASE_URL: db.url });
@@ -93,5 +95,6 @@ describe('ingestion from the embedded event log (e2e: CLI -> log table -> consum
     const log: { value: Buffer }[] = await db.dataSource.query(`SELECT value FROM public.event_log WHERE topic = $1 ORDER BY "offset"`, [TOPIC]);
     await projectFromScratch(reference.dataSource, log.map((r) => r.value));
     expect(await snapshotReadModels(db.dataSource)).toEqual(await snapshotReadModels(reference.dataSource));
+    await sync.expectListedRows(); // a change-feed client polling during the ingest missed nothing
   });
 });

@@ -24,3 +24,30 @@ export async function listAll(api: TestApp, token: string, listing: Listing): Pr
     if (res.body.rows.length < 1000) return all;
   }
 }
+
+/**
+ * A client syncing both listings of the given applications through the change feed until told to
+ * stop; then it drains what is left and must hold exactly the rows the listings show.
+ */
+export function followFeed(api: TestApp, apps: string[]): { expectListedRows(): Promise<void> } {
+  const state = apps.flatMap((app) =>
+    (['customers', 'transactions'] as const).map((listing) => ({ app, listing, token: api.token(app), cursor: '0', rows: new Map<string, Row>() })),
+  );
+  let stop = false;
+  const loop = (async () => {
+    while (!stop) {
+      for (const s of state) s.cursor = await drainFeed(api, s.token, s.listing, s.cursor, s.rows, 50);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    async expectListedRows() {
+      stop = true;
+      await loop;
+      for (const s of state) {
+        await drainFeed(api, s.token, s.listing, s.cursor, s.rows, 1000);
+        expect({ app: s.app, listing: s.listing, rows: s.rows }).toEqual({ app: s.app, listing: s.listing, rows: await listAll(api, s.token, s.listing) });
+      }
+    },
+  };
+}
