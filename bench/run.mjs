@@ -141,6 +141,13 @@ async function apiBenchmarks(adminUrl) {
     `SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'big-app' AND occurred_at >= '2025-01-01' AND occurred_at < '2025-07-01T13:00:00Z'`,
   );
   const names = Array.from({ length: 100 }, (_, i) => `user-${1 + Math.floor((i * size.customers) / 100)}`).join(',');
+  // change-feed cursors halfway through each table, in change order (what paging.next would hold there)
+  const middleCursor = async (table, key, rows) => {
+    const [m] = await ds.query(`SELECT change_position::text AS p, ${key} AS k FROM read_model.${table} WHERE app_id = 'big-app' ORDER BY change_position, ${key} OFFSET ${Math.floor(rows / 2)} LIMIT 1`);
+    return Buffer.from(`${m.p}:${m.k}`).toString('base64url');
+  };
+  const txMiddle = await middleCursor('transactions', 'transaction_id', T);
+  const customersMiddle = await middleCursor('customers', 'application_username', size.customers);
   const scenarios = [
     ['transactions, first page', `/v2/transactions?skip=0&limit=100`],
     ['transactions, middle page', `/v2/transactions?skip=${Math.floor(T / 2)}&limit=100`],
@@ -149,6 +156,9 @@ async function apiBenchmarks(adminUrl) {
     ['customers, first page', `/v2/customers?skip=0&limit=100`],
     ['customers, last page', `/v2/customers?skip=${size.customers - 100}&limit=100`],
     ['customers, 100 usernames', `/v2/customers?applicationUsername=${names}`],
+    ['transactions, change feed from 0', `/v2/transactions?changedAfter=0&limit=100`],
+    ['transactions, change feed, middle cursor', `/v2/transactions?changedAfter=${txMiddle}&limit=100`],
+    ['customers, change feed, middle cursor', `/v2/customers?changedAfter=${customersMiddle}&limit=100`],
   ];
   for (const [name, pathAndQuery] of scenarios) {
     await cannon(base + pathAndQuery, 1, 1, token); // warm up
