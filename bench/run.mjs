@@ -60,7 +60,8 @@ async function freshDatabase(adminUrl, name) {
 const tuning = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(KAFKA_(PARTITIONS_CONCURRENCY|MAX_BYTES_PER_PARTITION)|PROJECTION_BATCH_SIZE)$/.test(k)));
 function service(env) {
   const child = spawn(process.execPath, ['--max-old-space-size=160', path.join(root, 'dist/main.js')], {
-    env: { PATH: process.env.PATH, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET: SECRET, ...tuning(), ...env },
+    // ALLOW_EMBEDDED: the API-only service has no Kafka to name; production refuses the embedded log otherwise.
+    env: { PATH: process.env.PATH, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET: SECRET, ALLOW_EMBEDDED: 'true', ...tuning(), ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   return child;

@@ -13,6 +13,7 @@ import { HealthModule } from './health/health.module.js';
 import { IngestionModule } from './ingestion/ingestion.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { TransactionsModule } from './transactions/transactions.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports']; clock?: Clock };
 
@@ -32,6 +33,7 @@ export class AppModule {
         MetricsModule,
         IngestionModule.forRoot(config),
         HealthModule,
+        WebhooksModule,
         ...extraImports,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }, { provide: Clock, useValue: clock }],

@@ -3,7 +3,15 @@ import { preparedQuery } from '../database/prepared.js';
 import { HIGH_WATER, KEY_COLUMN, type FeedTable } from './change-positions.sql.js';
 import { encodeCursor, type ChangeCursor } from './change-cursor.js';
 
-export type ChangePage<Row> = { rows: Row[]; next: string };
+/** Where each row stands (same order as rows), and the cursor to send next. */
+export type ChangePage<Row> = { rows: Row[]; positions: ChangeCursor[]; next: string };
+
+/** Runs one statement: the pool's prepared statements for the API, a transaction's manager elsewhere. */
+export type RunQuery = <R>(name: string, sql: string, params: unknown[]) => Promise<R[]>;
+export const onPool =
+  (db: DataSource): RunQuery =>
+  (name, sql, params) =>
+    preparedQuery(db, name, sql, params);
 
 /**
  * Rows changed after `after`, in change order. Only positions below the high-water mark are read:
@@ -23,17 +31,16 @@ export function changesSql(table: FeedTable, columns: string): string {
 type Positioned = { changePosition: string; changeKey: string };
 
 export async function readChanges<Row extends object>(
-  db: DataSource,
+  run: RunQuery,
   table: FeedTable,
   columns: string,
   appId: string,
   after: ChangeCursor,
   limit: number,
 ): Promise<ChangePage<Row>> {
-  if (limit === 0) return { rows: [], next: encodeCursor(after) };
-  const found = await preparedQuery<Row & Positioned>(db, `changes-${table}`, changesSql(table, columns), [appId, after.position, after.key, limit]);
-  const last = found.at(-1);
-  const next = last ? { position: last.changePosition, key: last.changeKey } : after;
+  if (limit === 0) return { rows: [], positions: [], next: encodeCursor(after) };
+  const found = await run<Row & Positioned>(`changes-${table}`, changesSql(table, columns), [appId, after.position, after.key, limit]);
+  const positions = found.map((r) => ({ position: r.changePosition, key: r.changeKey }));
   const rows = found.map(({ changePosition: _p, changeKey: _k, ...row }) => row as unknown as Row);
-  return { rows, next: encodeCursor(next) };
+  return { rows, positions, next: encodeCursor(positions.at(-1) ?? after) };
 }

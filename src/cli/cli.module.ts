@@ -6,10 +6,11 @@ import { OffsetsCommand, OffsetsResetCommand, OffsetsShowCommand } from './offse
 import { PublishCommand } from './publish.command.js';
 import { RebuildCommand } from './rebuild.command.js';
 import { TokenCommand } from './token.command.js';
+import { WEBHOOK_SUBCOMMANDS, WebhooksCommand } from './webhooks.command.js';
 
 @Module({})
 export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS] };
   }
 }

@@ -28,6 +28,15 @@ const toList = ({ value }: { value: unknown }) =>
         .filter(Boolean)
     : value;
 
+const DURATION = /^(\d{1,9})(ms|s|m|h|d)$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** "24h", "90m", "30s", "500ms": a unit is required, so a bare number cannot be misread. */
+const toDurationMs = ({ value }: { value: unknown }) => {
+  if (typeof value !== 'string') return value;
+  const m = DURATION.exec(value.trim());
+  return m ? Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS] : value;
+};
+
 /** Every environment variable the service reads, with its default. Parsed once at boot. */
 class Environment {
   @IsOptional() @IsIn(['development', 'production', 'test'])
@@ -121,6 +130,31 @@ class Environment {
   /** Time an HTTP request may take before the service answers 503. */
   @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
   REQUEST_TIMEOUT_MS = 15_000;
+
+  /** This instance sends webhooks (any number of instances may: deliveries are claimed in PostgreSQL). */
+  @Transform(toBool) @IsBoolean()
+  WEBHOOK_DELIVERY_ENABLED = true;
+
+  /** How long a change is retried, and how long an endpoint may fail before it is disabled. */
+  @Transform(toDurationMs) @IsInt({ message: 'WEBHOOK_MAX_AGE must be a duration such as 24h, 90m, 30s or 500ms' }) @Min(1000) @Max(30 * 86_400_000)
+  WEBHOOK_MAX_AGE = 86_400_000;
+
+  @Transform(toInt) @IsInt() @Min(100) @Max(120_000)
+  WEBHOOK_TIMEOUT_MS = 10_000;
+
+  /** First retry delay; each further one doubles (up to an hour), with jitter. */
+  @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000)
+  WEBHOOK_RETRY_BASE_MS = 5_000;
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(256)
+  WEBHOOK_MAX_IN_FLIGHT = 16;
+
+  @Transform(toInt) @IsInt() @Min(10) @Max(60_000)
+  WEBHOOK_POLL_MS = 500;
+
+  /** Hosts a webhook may be sent to over plain http (https is required for every other host). */
+  @IsOptional() @Transform(toList) @IsString({ each: true })
+  WEBHOOK_ALLOW_HOSTS?: string[];
 }
 
 /** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
@@ -138,6 +172,17 @@ export type KafkaSettings = {
   partitionsConcurrency: number;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
   maxMessageBytes: number;
+};
+
+export type WebhookSettings = {
+  deliveryEnabled: boolean;
+  maxAgeMs: number;
+  timeoutMs: number;
+  retryBaseMs: number;
+  maxInFlight: number;
+  pollMs: number;
+  /** Lower-case host names (no port) that may be targeted over http as well. */
+  allowHosts: readonly string[];
 };
 
 export type AppConfig = Readonly<{
@@ -159,6 +204,7 @@ export type AppConfig = Readonly<{
   eventTimeMaxSkewMs: number;
   statementTimeoutMs: number;
   requestTimeoutMs: number;
+  webhooks: Readonly<WebhookSettings>;
   /** Things worth saying at start-up that do not stop it (unknown variables of ours, by name). */
   warnings: readonly string[];
 }>;
@@ -234,6 +280,15 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     eventTimeMaxSkewMs: env.EVENT_TIME_MAX_SKEW_MS,
     statementTimeoutMs: env.STATEMENT_TIMEOUT_MS,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+    webhooks: Object.freeze({
+      deliveryEnabled: env.WEBHOOK_DELIVERY_ENABLED,
+      maxAgeMs: env.WEBHOOK_MAX_AGE,
+      timeoutMs: env.WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: env.WEBHOOK_RETRY_BASE_MS,
+      maxInFlight: env.WEBHOOK_MAX_IN_FLIGHT,
+      pollMs: env.WEBHOOK_POLL_MS,
+      allowHosts: Object.freeze((env.WEBHOOK_ALLOW_HOSTS ?? []).map((h) => h.toLowerCase())),
+    }),
     warnings: Object.freeze(warnings),
   });
 }

@@ -1,4 +1,4 @@
-import { Check, Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, PrimaryGeneratedColumn, Unique } from 'typeorm';
 
 // Entities describe the tables for TypeORM (metadata, schema drift checks); the read side and the
 // projection write plain SQL against them. Timestamps are timestamptz throughout.
@@ -168,7 +168,56 @@ export class RebuildEntity {
   @Column({ name: 'changes_from', type: 'bigint', nullable: true }) changesFrom: string | null;
 }
 
+@Entity({ schema: 'public', name: 'webhook_endpoints' })
+@Index('webhook_endpoints_app_idx', ['appId'])
+export class WebhookEndpointEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @Column({ name: 'app_id', type: 'text' }) appId: string;
+  @Column({ type: 'text' }) url: string;
+  /** Standard Webhooks secret (whsec_...); the previous one is still signed with until rotated out. */
+  @Column({ type: 'text' }) secret: string;
+  @Column({ name: 'previous_secret', type: 'text', nullable: true }) previousSecret: string | null;
+  @Column({ name: 'previous_secret_until', type: 'timestamptz', nullable: true }) previousSecretUntil: Date | null;
+  /** Change-feed cursors: how far this endpoint's deliveries have been queued. */
+  @Column({ name: 'customers_cursor', type: 'text' }) customersCursor: string;
+  @Column({ name: 'transactions_cursor', type: 'text' }) transactionsCursor: string;
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' }) createdAt: Date;
+  @Column({ name: 'failing_since', type: 'timestamptz', nullable: true }) failingSince: Date | null;
+  @Column({ name: 'disabled_at', type: 'timestamptz', nullable: true }) disabledAt: Date | null;
+  @Column({ name: 'disabled_reason', type: 'text', nullable: true }) disabledReason: string | null;
+}
+
+@Entity({ schema: 'public', name: 'webhook_deliveries' })
+@Check('webhook_deliveries_event_type_check', `event_type IN ('customer.updated', 'transaction.updated')`)
+@Check('webhook_deliveries_status_check', `status IN ('pending', 'delivered', 'failed')`)
+@Index('webhook_deliveries_due_idx', ['nextAttemptAt', 'id'], { where: `status = 'pending'` })
+@Index('webhook_deliveries_order_idx', ['endpointId', 'orderKey', 'id'], { where: `status = 'pending'` })
+@Index('webhook_deliveries_endpoint_idx', ['endpointId', 'id'])
+export class WebhookDeliveryEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @ManyToOne(() => WebhookEndpointEntity, { onDelete: 'CASCADE', nullable: false })
+  @JoinColumn({ name: 'endpoint_id', foreignKeyConstraintName: 'webhook_deliveries_endpoint_id_fkey' })
+  endpoint: WebhookEndpointEntity;
+  @Column({ name: 'endpoint_id', type: 'bigint' }) endpointId: string;
+  @Column({ name: 'event_type', type: 'text' }) eventType: 'customer.updated' | 'transaction.updated';
+  /** Deliveries with the same key (one customer) are sent one at a time, in id order. */
+  @Column({ name: 'order_key', type: 'text' }) orderKey: string;
+  /** The exact body sent (and signed): text, so key order survives. */
+  @Column({ type: 'text' }) payload: string;
+  @Column({ type: 'text', default: 'pending' }) status: 'pending' | 'delivered' | 'failed';
+  @Column({ type: 'integer', default: 0 }) attempts: number;
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' }) createdAt: Date;
+  @Column({ name: 'next_attempt_at', type: 'timestamptz', default: () => 'now()' }) nextAttemptAt: Date;
+  @Column({ name: 'lease_until', type: 'timestamptz', nullable: true }) leaseUntil: Date | null;
+  @Column({ name: 'last_attempt_at', type: 'timestamptz', nullable: true }) lastAttemptAt: Date | null;
+  @Column({ name: 'last_status', type: 'integer', nullable: true }) lastStatus: number | null;
+  @Column({ name: 'last_error', type: 'text', nullable: true }) lastError: string | null;
+  @Column({ name: 'delivered_at', type: 'timestamptz', nullable: true }) deliveredAt: Date | null;
+}
+
 export const ENTITIES = [
+  WebhookEndpointEntity,
+  WebhookDeliveryEntity,
   TransactionDayCountEntity,
   CustomerDayCountEntity,
   ReadModelGenerationEntity,

@@ -3,6 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
 import { CONSUMER_STATUS, type ConsumerStatus } from '../health/consumer-status.js';
+import { webhooksSql } from '../webhooks/webhooks.sql.js';
 import { Metrics, type RebuildProgress } from './metrics.js';
 import { NewestEventClock } from './newest-event-clock.js';
 
@@ -86,6 +87,8 @@ async function rebuildProgress(db: DataSource): Promise<RebuildProgress[]> {
           consumer: () => consumerStatus(refs)?.health(),
           newestEventTime: () => clock.newest,
           rebuild: () => rebuildProgress(db),
+          webhookBacklog: async () =>
+            ((await db.query(webhooksSql.oldestPending)) as { app_id: string; age: number }[]).map((r) => ({ app: r.app_id, ageSeconds: r.age })),
         });
       },
     },

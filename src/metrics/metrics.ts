@@ -49,11 +49,27 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookDeliveries = new Counter({
+    name: 'webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome: delivered, retry (failed, will be tried again), failed (given up after WEBHOOK_MAX_AGE)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookAttemptDuration = new Histogram({
+    name: 'webhook_attempt_duration_seconds',
+    help: 'Time from sending a webhook to its response (or timeout), by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
   constructor(collectors: {
     lag(): Promise<{ lags: { topic: string; partition: number; lag: number }[]; stale: boolean }>;
     consumer(): ConsumerHealth | undefined;
     newestEventTime(): number | undefined;
     rebuild(): Promise<RebuildProgress[]>;
+    webhookBacklog?(): Promise<{ app: string; ageSeconds: number }[]>;
   }) {
     collectDefaultMetrics({ register: this.registry });
     // One lag reading per scrape feeds both gauges.
@@ -106,6 +122,16 @@ export class Metrics {
       collect() {
         const newest = collectors.newestEventTime();
         if (newest !== undefined) this.set((Date.now() - newest) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'webhook_oldest_pending_delivery_seconds',
+      help: 'Age of the oldest webhook delivery not yet delivered, per application',
+      labelNames: ['app'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const b of (await collectors.webhookBacklog?.().catch(() => [])) ?? []) this.set({ app: b.app }, b.ageSeconds);
       },
     });
     const labels = ['kind', 'id', 'schema'] as const;

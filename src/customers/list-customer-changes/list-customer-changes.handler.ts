@@ -1,7 +1,7 @@
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { readChanges } from '../../change-feed/read-changes.js';
+import { onPool, readChanges } from '../../change-feed/read-changes.js';
 import { Clock } from '../../common/clock.js';
 import type { Page } from '../../common/paging.js';
 import { preparedQuery } from '../../database/prepared.js';
@@ -21,7 +21,7 @@ export class ListCustomerChangesHandler implements IQueryHandler<ListCustomerCha
   async execute(query: ListCustomerChangesQuery): Promise<Page<CustomerSummary>> {
     const [[{ total }], page] = await Promise.all([
       preparedQuery<{ total: string }>(this.db, 'customers-total', customerTotalSql, [query.appId]),
-      readChanges<CustomerRow>(this.db, 'customers', CUSTOMER_COLUMNS, query.appId, query.after, query.limit),
+      readChanges<CustomerRow>(onPool(this.db), 'customers', CUSTOMER_COLUMNS, query.appId, query.after, query.limit),
     ]);
     return { rows: toSummaries(page.rows, this.clock.now()), paging: { skip: 0, limit: query.limit, total: Number(total), next: page.next } };
   }

@@ -1,7 +1,7 @@
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { readChanges } from '../../change-feed/read-changes.js';
+import { onPool, readChanges } from '../../change-feed/read-changes.js';
 import type { Page } from '../../common/paging.js';
 import { preparedQuery } from '../../database/prepared.js';
 import { toView } from '../list-transactions/list-transactions.handler.js';
@@ -17,7 +17,7 @@ export class ListTransactionChangesHandler implements IQueryHandler<ListTransact
   async execute(query: ListTransactionChangesQuery): Promise<Page<TransactionView>> {
     const [[{ total }], page] = await Promise.all([
       preparedQuery<{ total: string }>(this.db, 'transactions-total', transactionTotalSql, [query.appId]),
-      readChanges<TransactionRow>(this.db, 'transactions', TRANSACTION_COLUMNS, query.appId, query.after, query.limit),
+      readChanges<TransactionRow>(onPool(this.db), 'transactions', TRANSACTION_COLUMNS, query.appId, query.after, query.limit),
     ]);
     return { rows: page.rows.map(toView), paging: { skip: 0, limit: query.limit, total: Number(total), next: page.next } };
   }

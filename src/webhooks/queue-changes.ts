@@ -1,0 +1,82 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { decodeCursor, encodeCursor, type ChangeCursor } from '../change-feed/change-cursor.js';
+import { readChanges, type ChangePage, type RunQuery } from '../change-feed/read-changes.js';
+import { toSummaries } from '../customers/list-customers/list-customers.handler.js';
+import { CUSTOMER_COLUMNS, type CustomerRow } from '../customers/list-customers/list-customers.sql.js';
+import { toView } from '../transactions/list-transactions/list-transactions.handler.js';
+import { TRANSACTION_COLUMNS, type TransactionRow } from '../transactions/list-transactions/list-transactions.sql.js';
+import { webhooksSql } from './webhooks.sql.js';
+
+export type WebhookEventType = 'customer.updated' | 'transaction.updated';
+
+type Queued = { position: bigint; type: WebhookEventType; orderKey: string; data: unknown };
+
+/**
+ * Turns what changed since each endpoint's cursors into deliveries, exactly the rows the change feed
+ * shows, and moves the cursors in the same transaction: a change is queued once, whatever crashes.
+ * Returns how many deliveries were queued.
+ */
+export async function queueChanges(db: DataSource, now: () => Date, pageSize = 200): Promise<number> {
+  const endpoints = (await db.query(webhooksSql.activeEndpoints)) as { id: string }[];
+  let queued = 0;
+  for (const { id } of endpoints) queued += await db.transaction((m) => queueForEndpoint(m, id, now, pageSize));
+  return queued;
+}
+
+async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, pageSize: number): Promise<number> {
+  const [{ locked }] = (await m.query(webhooksSql.tryQueueLock, [id])) as { locked: boolean }[];
+  if (!locked) return 0; // another instance is queueing for this endpoint
+  const [endpoint] = (await m.query(webhooksSql.endpointCursors, [id])) as { app_id: string; customers_cursor: string; transactions_cursor: string }[];
+  if (!endpoint) return 0;
+  const run: RunQuery = (_name, sql, params) => m.query(sql, params);
+  const customers = await readChanges<CustomerRow>(run, 'customers', CUSTOMER_COLUMNS, endpoint.app_id, decodeCursor(endpoint.customers_cursor), pageSize);
+  const transactions = await readChanges<TransactionRow>(run, 'transactions', TRANSACTION_COLUMNS, endpoint.app_id, decodeCursor(endpoint.transactions_cursor), pageSize);
+  if (customers.rows.length + transactions.rows.length === 0) return 0;
+
+  // Both tables share one order (positions): a full page may stop before rows of the other table
+  // that come later, so only what lies up to the earlier of the full pages' ends is queued now.
+  const cut = [customers, transactions]
+    .filter((page) => page.rows.length === pageSize)
+    .map((page) => BigInt(page.positions.at(-1)!.position))
+    .reduce<bigint | undefined>((a, b) => (a === undefined || b < a ? b : a), undefined);
+  const upTo = <R>(page: ChangePage<R>) => page.positions.filter((p) => cut === undefined || BigInt(p.position) <= cut).length;
+  const takeCustomers = upTo(customers);
+  const takeTransactions = upTo(transactions);
+
+  const at = now();
+  const items: Queued[] = [];
+  const summaries = toSummaries(customers.rows.slice(0, takeCustomers), at);
+  summaries.forEach((summary, i) =>
+    items.push({ position: BigInt(customers.positions[i].position), type: 'customer.updated', orderKey: `customer:${summary.applicationUsername}`, data: summary }),
+  );
+  const txRows = transactions.rows.slice(0, takeTransactions);
+  const owners = new Map(
+    ((await m.query(webhooksSql.receiptOwners, [endpoint.app_id, [...new Set(txRows.map((t) => t.receiptId))]])) as { receipt_id: string; application_username: string }[]).map((r) => [
+      r.receipt_id,
+      r.application_username,
+    ]),
+  );
+  txRows.forEach((row, i) => {
+    const owner = owners.get(row.receiptId);
+    items.push({
+      position: BigInt(transactions.positions[i].position),
+      type: 'transaction.updated',
+      orderKey: owner === undefined ? `receipt:${row.receiptId}` : `customer:${owner}`,
+      data: toView(row),
+    });
+  });
+  // Stable: at one position (one batch), a customer's summary goes before its transactions.
+  items.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+
+  const timestamp = at.toISOString();
+  await m.query(webhooksSql.queue, [
+    id,
+    items.map((i) => i.type),
+    items.map((i) => i.orderKey),
+    items.map((i) => JSON.stringify({ type: i.type, timestamp, data: i.data })),
+  ]);
+  const cursorAfter = (page: ChangePage<unknown>, taken: number, previous: string): string =>
+    taken === 0 ? previous : encodeCursor(page.positions[taken - 1] as ChangeCursor);
+  await m.query(webhooksSql.advance, [id, cursorAfter(customers, takeCustomers, endpoint.customers_cursor), cursorAfter(transactions, takeTransactions, endpoint.transactions_cursor)]);
+  return items.length;
+}

@@ -1,0 +1,114 @@
+import type { DataSource } from 'typeorm';
+import type { WebhookSettings } from '../config/app-config.js';
+import { preparedQuery } from '../database/prepared.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { retryDelayMs } from './retry-schedule.js';
+import { signedHeaders } from './webhook-signing.js';
+import { checkWebhookTarget } from './webhook-target.js';
+import { webhooksSql } from './webhooks.sql.js';
+
+type Claimed = { id: string; payload: string; attempts: number; created_at: Date; endpoint_id: string; app_id: string; url: string; secret: string; previous_secret: string | null };
+type Attempt = { ok: true; status: number } | { ok: false; status: number | null; error: string };
+
+/** What is kept of a receiver's answer: enough to say why it failed, never the whole body. */
+const EXCERPT_BYTES = 256;
+/** A claimed delivery is someone else's to retry once its attempt can no longer be running. */
+const LEASE_MARGIN_MS = 5_000;
+
+/**
+ * Claims due deliveries and sends them, at most `maxInFlight` at a time per instance. State lives
+ * in PostgreSQL: a crash mid-attempt leaves a lease that expires, and the delivery is sent again
+ * (at least once; receivers dedupe on webhook-id).
+ */
+export class WebhookSender {
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly settings: WebhookSettings,
+    private readonly metrics?: Metrics,
+  ) {}
+
+  /** Claims what it has room for and starts sending; returns how many it claimed. */
+  async sendDue(): Promise<number> {
+    const room = this.settings.maxInFlight - this.inFlight.size;
+    if (room <= 0) return 0;
+    const claimed = await preparedQuery<Claimed>(this.db, 'webhook-claim', webhooksSql.claim, [room, this.settings.timeoutMs + LEASE_MARGIN_MS]);
+    for (const delivery of claimed) {
+      const sending: Promise<void> = this.send(delivery).finally(() => this.inFlight.delete(sending));
+      this.inFlight.add(sending);
+    }
+    return claimed.length;
+  }
+
+  /** Waits for the attempts under way (each ends within the attempt timeout). */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async send(d: Claimed): Promise<void> {
+    const started = performance.now();
+    const attempt = await this.attempt(d);
+    const outcomeFor = (given: 'delivered' | 'retry' | 'failed') => {
+      this.metrics?.webhookDeliveries.inc({ outcome: given });
+      this.metrics?.webhookAttemptDuration.observe({ outcome: given }, (performance.now() - started) / 1000);
+    };
+    try {
+      if (attempt.ok) {
+        await preparedQuery(this.db, 'webhook-delivered', webhooksSql.delivered, [d.id, attempt.status]);
+        outcomeFor('delivered');
+        return;
+      }
+      const [result] = await preparedQuery<{ status: string; disabled: boolean }>(this.db, 'webhook-failed', webhooksSql.failed, [
+        d.id,
+        attempt.status,
+        attempt.error,
+        retryDelayMs(d.attempts, this.settings.retryBaseMs),
+        this.settings.maxAgeMs,
+      ]);
+      outcomeFor(result?.status === 'failed' ? 'failed' : 'retry');
+    } catch {
+      // PostgreSQL away: the lease expires and the delivery is attempted again.
+    }
+  }
+
+  private async attempt(d: Claimed): Promise<Attempt> {
+    try {
+      const target = checkWebhookTarget(d.url, this.settings.allowHosts);
+      const secrets = d.previous_secret ? [d.secret, d.previous_secret] : [d.secret];
+      const response = await fetch(target, {
+        method: 'POST',
+        body: d.payload,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.settings.timeoutMs),
+        headers: { 'content-type': 'application/json', 'user-agent': 'subscription-records-webhooks/1', ...signedHeaders(`msg_${d.id}`, new Date(), d.payload, secrets) },
+      });
+      const excerpt = await readExcerpt(response);
+      if (response.status >= 200 && response.status < 300) return { ok: true, status: response.status };
+      const redirect = response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : '';
+      return { ok: false, status: response.status, error: `HTTP ${response.status}${redirect}${excerpt ? `: ${excerpt}` : ''}` };
+    } catch (error) {
+      const e = error as Error & { cause?: Error };
+      const why = e.name === 'TimeoutError' ? `no response within ${this.settings.timeoutMs} ms` : (e.cause?.message ?? e.message);
+      return { ok: false, status: null, error: why };
+    }
+  }
+}
+
+async function readExcerpt(response: Response): Promise<string> {
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < EXCERPT_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8').toWellFormed().replace(/\s+/g, ' ').trim();
+}

@@ -1,0 +1,68 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { Clock } from '../common/clock.js';
+import { METRICS } from '../metrics/metrics.module.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { queueChanges } from './queue-changes.js';
+import { WebhookSender } from './send-deliveries.js';
+
+/**
+ * Runs in every service instance with WEBHOOK_DELIVERY_ENABLED: queues what the change feed shows
+ * for each endpoint, then sends what is due. Instances share the work through PostgreSQL.
+ */
+@Injectable()
+export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('webhooks');
+  private readonly sender: WebhookSender;
+  private running = false;
+  private loop?: Promise<void>;
+  private wake?: () => void;
+  private failing = false;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+    @Inject(METRICS) metrics: Metrics,
+    private readonly clock: Clock,
+  ) {
+    this.sender = new WebhookSender(db, config.webhooks, metrics);
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.config.webhooks.deliveryEnabled) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    await this.sender.drain();
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let busy = false;
+      try {
+        const queued = await queueChanges(this.db, () => this.clock.now());
+        const claimed = await this.sender.sendDue();
+        busy = queued > 0 || claimed > 0;
+        if (this.failing) this.logger.log('webhook delivery resumed');
+        this.failing = false;
+      } catch (error) {
+        if (!this.failing) this.logger.warn({ msg: 'webhook delivery paused: cannot reach PostgreSQL; retrying', error: (error as Error).message });
+        this.failing = true;
+      }
+      if (!busy) await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.config.webhooks.pollMs);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+}
