@@ -11,6 +11,7 @@ import { PinoNestLogger } from './common/logger.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-http.js';
 import type { Metrics } from './metrics/metrics.js';
 import { METRICS } from './metrics/metrics.module.js';
+import { webhookPayloads } from './webhooks/webhook-payloads.schema.js';
 
 export const MAX_HEADER_BYTES = 256 * 1024;
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
@@ -77,6 +78,7 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
       .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
       .build(),
   );
+  (document as unknown as Record<string, unknown>)['x-webhooks'] = webhookPayloads;
   const metrics = app.get<Metrics>(METRICS);
   adapter.getInstance().addHook('onResponse', async (request, reply) => {
     metrics.httpDuration.observe(

@@ -37,6 +37,22 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
     });
   });
 
+  it('documents the change feed: changedAfter, paging.next and the webhook messages', async () => {
+    const { body } = await api.get('/openapi.json');
+    for (const path of ['/v2/customers', '/v2/transactions']) {
+      const get = body.paths[path].get;
+      expect(get.parameters.find((p: { name: string }) => p.name === 'changedAfter')).toMatchObject({ in: 'query', schema: { type: 'string' } });
+      expect(get.responses['200'].content['application/json'].schema.properties.paging.properties.next).toMatchObject({ type: 'string' });
+    }
+    const hooks = body['x-webhooks'];
+    expect(Object.keys(hooks)).toEqual(['customer.updated', 'transaction.updated']);
+    const customer = hooks['customer.updated'].post.requestBody.content['application/json'].schema;
+    expect(customer.properties.data.properties).toHaveProperty('customerInfo');
+    const transaction = hooks['transaction.updated'].post.requestBody.content['application/json'].schema;
+    expect(transaction.properties.data.properties).toHaveProperty('revocationDate');
+    expect(hooks['transaction.updated'].post.parameters.map((p: { name: string }) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+  });
+
   it('answers other methods on the endpoints with 405 and Allow', async () => {
     for (const method of ['POST', 'DELETE', 'PUT', 'PATCH']) {
       const res = await fetch(`${api.baseUrl}/v2/customers?limit=1`, { method, headers: { authorization: `Bearer ${api.token('app-1')}` } });

@@ -1,0 +1,43 @@
+import { customerSummarySchema } from '../customers/customer.schema.js';
+import { transactionSchema } from '../transactions/transaction.schema.js';
+
+const message = (type: string, data: object, description: string) => ({
+  post: {
+    summary: type,
+    description,
+    operationId: type === 'customer.updated' ? 'customerUpdated' : 'transactionUpdated',
+    parameters: [
+      { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'Unique per message, the same on every retry: dedupe on it' },
+      { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string' }, description: 'Unix seconds when this attempt was signed' },
+      {
+        name: 'webhook-signature',
+        in: 'header',
+        required: true,
+        schema: { type: 'string' },
+        description: 'Standard Webhooks signatures (v1,<base64 HMAC-SHA256>), space-separated; two while a rotated-out secret is still honoured',
+      },
+    ],
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['type', 'timestamp', 'data'],
+            properties: { type: { type: 'string', enum: [type] }, timestamp: { type: 'string', format: 'date-time', description: 'When the change was queued' }, data },
+          },
+        },
+      },
+    },
+    responses: { '2XX': { description: 'Taken: any 2xx. Anything else (or no answer within WEBHOOK_TIMEOUT_MS) is retried with backoff' } },
+  },
+});
+
+/**
+ * The messages sent to registered endpoints (docs/change-feed.md), in the document as `x-webhooks`
+ * (OpenAPI 3.0 has no `webhooks`; 3.1's has this shape).
+ */
+export const webhookPayloads = {
+  'customer.updated': message('customer.updated', customerSummarySchema, 'A customer row changed: the CustomerSummary as GET /v2/customers returns it (activeSubscriber as of the timestamp)'),
+  'transaction.updated': message('transaction.updated', transactionSchema, 'A transaction row changed: the Transaction as GET /v2/transactions returns it'),
+};
