@@ -53,7 +53,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
         if (this.failing) this.logger.log('webhook delivery resumed');
         this.failing = false;
       } catch (error) {
-        if (!this.failing) this.logger.warn({ msg: 'webhook delivery paused: cannot reach PostgreSQL; retrying', error: (error as Error).message });
+        if (!this.failing) this.logger.warn({ msg: 'webhook delivery paused (PostgreSQL unreachable or refusing); retrying', error: (error as Error).message });
         this.failing = true;
       }
       if (!busy) await new Promise<void>((resolve) => {

@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 
 export type Received = { id: string; timestamp: string; signature: string; body: string; headers: IncomingHttpHeaders; message: { type: string; timestamp: string; data: Record<string, unknown> } };
 /** How to answer one request: a status, after a delay; `hang` never answers (until close). */
-export type Answer = { status: number; delayMs?: number; body?: string } | 'hang';
+export type Answer = { status: number; delayMs?: number; body?: string; headers?: Record<string, string> } | 'hang';
 
 /** A webhook receiver on loopback that records every request and answers as the test says. */
 export async function startReceiver(answer: (r: Received, attempt: number) => Answer = () => ({ status: 204 })) {
@@ -32,7 +32,7 @@ export async function startReceiver(answer: (r: Received, attempt: number) => An
         open.add(() => res.destroy());
         return;
       }
-      setTimeout(() => res.writeHead(a.status, { 'content-type': 'text/plain' }).end(a.body ?? ''), a.delayMs ?? 0);
+      setTimeout(() => res.writeHead(a.status, { 'content-type': 'text/plain', ...a.headers }).end(a.body ?? ''), a.delayMs ?? 0);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -133,6 +133,40 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     expect(metrics).toMatch(/webhook_attempt_duration_seconds_count\{outcome="retry"\} 4/);
   });
 
+  it('never follows a redirect, keeps only an excerpt of a failing answer, and bounds the attempts in flight', async () => {
+    let concurrent = 0;
+    let most = 0;
+    const elsewhere = await receiver();
+    const api = await app({ WEBHOOK_MAX_IN_FLIGHT: '2' });
+    const user = (r: Received) => (r.message.type === 'customer.updated' ? r.message.data.applicationUsername : String(r.message.data.transactionId).slice(6, -2));
+    const hook = await receiver((r) => {
+      if (user(r) === 'redirected') return { status: 307, headers: { location: elsewhere.url } };
+      if (user(r) === 'verbose') return { status: 500, body: 'x'.repeat(10_000) };
+      concurrent++;
+      most = Math.max(most, concurrent);
+      setTimeout(() => concurrent--, 150);
+      return { status: 200, delayMs: 150 };
+    });
+    await addEndpoint(db.dataSource, api.config.webhooks, { appId: 'app-1', url: hook.url });
+    await project(db.dataSource, ['redirected', 'verbose', 'u1', 'u2', 'u3', 'u4', 'u5', 'u6'].map((u) => renewal(u, 1)));
+    await expectEventually(async () => {
+      const rows = await db.dataSource.query(`SELECT order_key, status, last_error FROM public.webhook_deliveries WHERE status <> 'delivered' OR order_key = 'customer:u1' ORDER BY order_key, id`);
+      expect(rows).toEqual([
+        { order_key: 'customer:redirected', status: 'pending', last_error: 'HTTP 307 (redirects are not followed)' },
+        { order_key: 'customer:redirected', status: 'pending', last_error: null },
+        { order_key: 'customer:u1', status: 'delivered', last_error: null },
+        { order_key: 'customer:u1', status: 'delivered', last_error: null },
+        { order_key: 'customer:verbose', status: 'pending', last_error: `HTTP 500: ${'x'.repeat(256)}` },
+        { order_key: 'customer:verbose', status: 'pending', last_error: null },
+      ]);
+      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM public.webhook_deliveries WHERE status = 'delivered'`);
+      expect(n).toBe(12);
+    }, 30_000);
+    expect(most).toBeLessThanOrEqual(2);
+    expect(most).toBe(2);
+    expect(elsewhere.received).toHaveLength(0);
+  });
+
   it('keeps a customer\'s later changes back while an earlier one is being retried', async () => {
     let failing = true;
     const api = await app();
