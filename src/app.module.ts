@@ -14,6 +14,7 @@ import { IngestionModule } from './ingestion/ingestion.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { TransactionsModule } from './transactions/transactions.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
+import { StoreNotificationsModule } from './store-notifications/store-notifications.module.js';
 
 export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports']; clock?: Clock };
 
@@ -34,6 +35,7 @@ export class AppModule {
         IngestionModule.forRoot(config),
         HealthModule,
         WebhooksModule,
+        StoreNotificationsModule,
         ...extraImports,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }, { provide: Clock, useValue: clock }],

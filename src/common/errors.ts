@@ -14,6 +14,9 @@ export enum ErrorCode {
   BadRequest = 'bad_request',
   ServiceUnavailable = 'service_unavailable',
   DatabaseUnavailable = 'database_unavailable',
+  NotificationUnverified = 'notification_unverified',
+  NotificationUnmappable = 'notification_unmappable',
+  EventLogUnavailable = 'event_log_unavailable',
   Internal = 'internal_error',
 }
 

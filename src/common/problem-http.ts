@@ -38,6 +38,12 @@ export function httpStatusFor(code: ErrorCode): { status: number; title: string 
       return { status: 503, title: 'Service unavailable' };
     case ErrorCode.DatabaseUnavailable:
       return { status: 503, title: 'Database unavailable' };
+    case ErrorCode.NotificationUnverified:
+      return { status: 400, title: 'Notification failed verification' };
+    case ErrorCode.NotificationUnmappable:
+      return { status: 422, title: 'Notification cannot be mapped onto the event contract' };
+    case ErrorCode.EventLogUnavailable:
+      return { status: 503, title: 'Event log unavailable' };
     case ErrorCode.Internal:
       return { status: 500, title: 'Internal server error' };
     default:

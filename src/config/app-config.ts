@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { plainToInstance, Transform } from 'class-transformer';
 import {
   IsBoolean,
@@ -155,10 +157,49 @@ class Environment {
   /** Hosts a webhook may be sent to over plain http (https is required for every other host). */
   @IsOptional() @Transform(toList) @IsString({ each: true })
   WEBHOOK_ALLOW_HOSTS?: string[];
+
+  /** Files (DER or PEM) of the roots Apple's signing chains must lead to: Apple's own in production. */
+  @IsOptional() @Transform(toList) @IsString({ each: true })
+  APPLE_ROOT_CERTIFICATES?: string[];
+
+  /** appId:bundleId:Production|Sandbox[:appAppleId], comma-separated: apps taking App Store notifications. */
+  @IsOptional() @Transform(toList) @IsString({ each: true })
+  APPLE_APPS?: string[];
+}
+
+export type AppleApp = { bundleId: string; environment: 'Production' | 'Sandbox'; appAppleId?: number };
+export type AppleSettings = { rootCertificates: readonly Buffer[]; apps: ReadonlyMap<string, AppleApp> };
+
+function appleSettings(env: Environment, problems: string[]): AppleSettings | undefined {
+  if (!env.APPLE_APPS && !env.APPLE_ROOT_CERTIFICATES) return undefined;
+  if (!env.APPLE_APPS?.length) problems.push('APPLE_ROOT_CERTIFICATES is set but APPLE_APPS names no app (appId:bundleId:Production|Sandbox[:appAppleId])');
+  if (!env.APPLE_ROOT_CERTIFICATES?.length) problems.push('APPLE_APPS needs APPLE_ROOT_CERTIFICATES: the files of the root certificates to trust (Apple Root CA - G3 in production)');
+  const rootCertificates: Buffer[] = [];
+  for (const file of env.APPLE_ROOT_CERTIFICATES ?? []) {
+    try {
+      const bytes = readFileSync(file);
+      new X509Certificate(bytes); // parses DER or PEM, or throws
+      rootCertificates.push(bytes);
+    } catch (error) {
+      problems.push(`APPLE_ROOT_CERTIFICATES: ${file} is not a readable certificate (${(error as Error).message})`);
+    }
+  }
+  const apps = new Map<string, AppleApp>();
+  for (const entry of env.APPLE_APPS ?? []) {
+    const m = /^([^:\s]+):([^:\s]+):(Production|Sandbox)(?::(\d{1,15}))?$/.exec(entry);
+    if (!m) {
+      problems.push(`APPLE_APPS: ${JSON.stringify(entry)} must be appId:bundleId:Production|Sandbox[:appAppleId]`);
+      continue;
+    }
+    const [, appId, bundleId, environment, appAppleId] = m;
+    if (environment === 'Production' && appAppleId === undefined) problems.push(`APPLE_APPS: ${appId} is Production and needs its appAppleId (appId:bundleId:Production:appAppleId)`);
+    apps.set(appId, { bundleId, environment: environment as AppleApp['environment'], appAppleId: appAppleId === undefined ? undefined : Number(appAppleId) });
+  }
+  return { rootCertificates, apps };
 }
 
 /** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
-const OWNED_PREFIXES = ['KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_'];
+const OWNED_PREFIXES = ['KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_'];
 const KNOWN_VARIABLES = new Set(Object.keys(new Environment()).concat(['DATABASE_URL', 'JWT_SECRET', 'JWT_JWKS_URI', 'JWT_ISSUER', 'JWT_AUDIENCE', 'KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']));
 
 export type KafkaSettings = {
@@ -205,6 +246,8 @@ export type AppConfig = Readonly<{
   statementTimeoutMs: number;
   requestTimeoutMs: number;
   webhooks: Readonly<WebhookSettings>;
+  /** Unset: POST /v2/notifications/apple/* answers 404. */
+  apple?: AppleSettings;
   /** Things worth saying at start-up that do not stop it (unknown variables of ours, by name). */
   warnings: readonly string[];
 }>;
@@ -238,6 +281,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     if (!env.DATABASE_URL) problems.push('DATABASE_URL must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to run the embedded PostgreSQL)');
     if (!env.KAFKA_BROKERS) problems.push('KAFKA_BROKERS must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to use the embedded event log)');
   }
+  const apple = appleSettings(env, problems);
   const warnings = Object.keys(raw)
     .filter((name) => OWNED_PREFIXES.some((p) => name.startsWith(p)) && !KNOWN_VARIABLES.has(name))
     .sort()
@@ -280,6 +324,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     eventTimeMaxSkewMs: env.EVENT_TIME_MAX_SKEW_MS,
     statementTimeoutMs: env.STATEMENT_TIMEOUT_MS,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+    apple,
     webhooks: Object.freeze({
       deliveryEnabled: env.WEBHOOK_DELIVERY_ENABLED,
       maxAgeMs: env.WEBHOOK_MAX_AGE,

@@ -49,6 +49,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly storeNotifications = new Counter({
+    name: 'store_notifications_total',
+    help: 'Store notifications received, by store, notification type and outcome (published, acknowledged: nothing to publish, refused: 4xx, retry: 5xx)',
+    labelNames: ['store', 'type', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly webhookDeliveries = new Counter({
     name: 'webhook_deliveries_total',
     help: 'Webhook delivery attempts by outcome: delivered, retry (failed, will be tried again), failed (given up after WEBHOOK_MAX_AGE)',

@@ -1,0 +1,102 @@
+import { Body, Controller, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Environment, SignedDataVerifier, VerificationException, VerificationStatus } from '@apple/app-store-server-library';
+import { ApiProblemResponses } from '../../common/api-problem-responses.js';
+import { ErrorCode } from '../../common/errors.js';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { METRICS } from '../../metrics/metrics.module.js';
+import type { Metrics } from '../../metrics/metrics.js';
+import { NotificationPublisher } from '../notification-publisher.js';
+import { StoreNotificationError } from '../store-notification.errors.js';
+import { appleToEvents, type AppleRenewalInfo, type AppleTransaction } from './apple-to-events.js';
+
+export type NotificationOutcome = { status: 'published' | 'acknowledged'; events: number };
+
+const outcomeSchema = {
+  type: 'object',
+  required: ['status', 'events'],
+  properties: {
+    status: { type: 'string', enum: ['published', 'acknowledged'], description: 'acknowledged: a notification type that carries no transaction (TEST, ...)' },
+    events: { type: 'integer', description: 'Events appended to the log' },
+  },
+} as const;
+
+/**
+ * App Store Server Notifications V2. Apple signs them; there is no bearer token. 200 once the events
+ * are in the log; 4xx for what fails verification (Apple stops retrying); 503 while the log is away
+ * (Apple retries).
+ */
+@ApiTags('store notifications')
+@Controller('v2/notifications/apple')
+export class AppleNotificationsController {
+  private readonly verifiers = new Map<string, SignedDataVerifier>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly publisher: NotificationPublisher,
+    @Inject(METRICS) private readonly metrics: Metrics,
+  ) {}
+
+  @Post(':appId')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'receiveAppleNotification',
+    summary: 'Receive an App Store Server Notification V2',
+    description: 'Point App Store Connect at this URL. Verified with Apple\'s library against APPLE_ROOT_CERTIFICATES; mapping in docs/events/apple.md.',
+  })
+  @ApiBody({ schema: { type: 'object', required: ['signedPayload'], properties: { signedPayload: { type: 'string', description: 'The JWS Apple sends' } } } })
+  @ApiOkResponse({ schema: outcomeSchema as object })
+  @ApiProblemResponses()
+  async receive(@Param('appId') appId: string, @Body() body: unknown): Promise<NotificationOutcome> {
+    const verifier = this.verifierFor(appId);
+    const signedPayload = (body as { signedPayload?: unknown } | null)?.signedPayload;
+    if (typeof signedPayload !== 'string') throw this.refused(appId, 'the body must be JSON with a signedPayload string');
+    const notification = await this.verify('signedPayload', appId, () => verifier.verifyAndDecodeNotification(signedPayload));
+    const type = notification.notificationType ?? 'UNKNOWN';
+    const signedTransaction = notification.data?.signedTransactionInfo;
+    const signedRenewal = notification.data?.signedRenewalInfo;
+    const transaction = signedTransaction ? await this.verify('signedTransactionInfo', appId, () => verifier.verifyAndDecodeTransaction(signedTransaction)) : undefined;
+    const renewal = signedRenewal ? await this.verify('signedRenewalInfo', appId, () => verifier.verifyAndDecodeRenewalInfo(signedRenewal)) : undefined;
+    const events = appleToEvents(appId, notification, transaction as AppleTransaction | undefined, renewal as AppleRenewalInfo | undefined);
+    if (events.length === 0) {
+      this.metrics.storeNotifications.inc({ store: 'apple', type, outcome: 'acknowledged' });
+      return { status: 'acknowledged', events: 0 };
+    }
+    try {
+      await this.publisher.publish(events);
+    } catch (error) {
+      this.metrics.storeNotifications.inc({ store: 'apple', type, outcome: error instanceof StoreNotificationError && error.code === ErrorCode.EventLogUnavailable ? 'retry' : 'refused' });
+      throw error;
+    }
+    this.metrics.storeNotifications.inc({ store: 'apple', type, outcome: 'published' });
+    return { status: 'published', events: events.length };
+  }
+
+  private verifierFor(appId: string): SignedDataVerifier {
+    const app = this.config.apple?.apps.get(appId);
+    if (!app) throw new StoreNotificationError(ErrorCode.NotFound, `no App Store notifications are configured for application ${JSON.stringify(appId)} (APPLE_APPS)`);
+    let verifier = this.verifiers.get(appId);
+    if (!verifier) {
+      // No online checks: no network at run time; the chain is checked against the configured roots at the signing date.
+      const environment = app.environment === 'Production' ? Environment.PRODUCTION : Environment.SANDBOX;
+      verifier = new SignedDataVerifier([...this.config.apple!.rootCertificates], false, environment, app.bundleId, app.appAppleId);
+      this.verifiers.set(appId, verifier);
+    }
+    return verifier;
+  }
+
+  private async verify<T>(field: string, appId: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      if (!(error instanceof VerificationException)) throw error;
+      const why = VerificationStatus[error.status] ?? String(error.status);
+      throw this.refused(appId, `${field} failed verification: ${why}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}`);
+    }
+  }
+
+  private refused(appId: string, message: string): StoreNotificationError {
+    this.metrics.storeNotifications.inc({ store: 'apple', type: 'unverified', outcome: 'refused' });
+    return new StoreNotificationError(ErrorCode.NotificationUnverified, `${message} (application ${appId})`);
+  }
+}

@@ -1,0 +1,11 @@
+import { AppError, ErrorCode } from '../common/errors.js';
+
+/** A store notification the service refuses (the store should not retry) or cannot take now (it should). */
+export class StoreNotificationError extends AppError {
+  constructor(
+    readonly code: ErrorCode.NotificationUnverified | ErrorCode.NotificationUnmappable | ErrorCode.EventLogUnavailable | ErrorCode.NotFound,
+    message: string,
+  ) {
+    super(message);
+  }
+}

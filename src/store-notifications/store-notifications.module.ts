@@ -1,0 +1,7 @@
+import { Module } from '@nestjs/common';
+import { AppleNotificationsController } from './apple/apple-notifications.controller.js';
+import { NotificationPublisher } from './notification-publisher.js';
+
+/** Store notifications in: off (404) unless APPLE_APPS / GOOGLE_APPS configure an application. */
+@Module({ controllers: [AppleNotificationsController], providers: [NotificationPublisher] })
+export class StoreNotificationsModule {}
