@@ -78,7 +78,7 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     fetch(`${api.baseUrl}/v2/notifications/apple/${app}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({
       status: r.status,
       headers: r.headers,
-      body: await r.json(),
+      body: (await r.json()) as any,
     }));
   const logSize = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log`))[0].n);
   const caughtUp = () =>
