@@ -5,12 +5,13 @@ import { GenerateCommand } from './generate.command.js';
 import { OffsetsCommand, OffsetsResetCommand, OffsetsShowCommand } from './offsets.command.js';
 import { PublishCommand } from './publish.command.js';
 import { RebuildCommand } from './rebuild.command.js';
+import { SampleNotificationCommand } from './sample-notification.command.js';
 import { TokenCommand } from './token.command.js';
 import { WEBHOOK_SUBCOMMANDS, WebhooksCommand } from './webhooks.command.js';
 
 @Module({})
 export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS, SampleNotificationCommand] };
   }
 }

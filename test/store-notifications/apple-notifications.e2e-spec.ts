@@ -1,11 +1,14 @@
 import { jest } from '@jest/globals';
 import { randomUUID, X509Certificate } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Clock } from '../../src/common/clock.js';
 import { createAppleTestCa, signAppleJws, type AppleTestCa } from '../../src/store-notifications/apple/apple-test-ca.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { expectEventually } from '../utils/expect-eventually.js';
-import { writeTempFile } from '../utils/processes.js';
+import { runCli, writeTempFile } from '../utils/processes.js';
 
 jest.setTimeout(120_000);
 
@@ -223,6 +226,31 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     const unknown = await post(notification('TEST', undefined, '2026-06-01T00:00:00Z'), 'app-unknown');
     expect(unknown).toMatchObject({ status: 404, body: { code: 'not_found' } });
     expect(await logSize()).toBe(before);
+  });
+
+  it('sample-notification apple prints a body the service takes once it trusts the local test CA', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'sr-sample-'));
+    const sample = await runCli(['sample-notification', 'apple', '--bundle-id', 'com.example.sample', '--user', 'zoe'], { DATA_DIR: dataDir });
+    expect(sample.code).toBe(0);
+    expect(sample.stderr).toContain(`APPLE_ROOT_CERTIFICATES=${path.join(dataDir, 'apple-test-ca', 'root.der')}`);
+    const sampleApp = await startTestApp({
+      databaseUrl: db.url,
+      env: { CONSUMER_ENABLED: 'false', APPLE_ROOT_CERTIFICATES: path.join(dataDir, 'apple-test-ca', 'root.der'), APPLE_APPS: 'sample-app:com.example.sample:Sandbox' },
+    });
+    try {
+      const res = await fetch(`${sampleApp.baseUrl}/v2/notifications/apple/sample-app`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: sample.stdout });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ status: 'published', events: 2 });
+      await caughtUp();
+      const zoe = (await api.get('/v2/customers?applicationUsername=zoe', api.token('sample-app'))).body.rows[0];
+      expect(zoe).toMatchObject({ applicationUsername: 'zoe', receiptIds: [expect.stringMatching(/^apple:\d+$/)] });
+      expect(zoe.customerInfo.expirationDate).toBeDefined();
+    } finally {
+      await sampleApp.close();
+    }
+    const refused = await runCli(['sample-notification', 'google'], { DATA_DIR: dataDir });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('sample-notification takes one store: apple');
   });
 
   it('answers 503 with Retry-After while the log cannot take the events, so Apple retries', async () => {
