@@ -91,6 +91,8 @@ export async function loadOrCreateAppleTestCa(dir: string): Promise<{ ca: AppleT
     };
   }
   const ca = await createAppleTestCa();
+  // Only the CA's own folder is private: DATA_DIR's mode is the embedded PostgreSQL's business.
+  mkdirSync(path.dirname(dir), { recursive: true });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeFileSync(file('intermediate.der'), ca.intermediate);
   writeFileSync(file('leaf.der'), ca.leaf);
