@@ -17,6 +17,7 @@ export enum ErrorCode {
   NotificationUnverified = 'notification_unverified',
   NotificationUnmappable = 'notification_unmappable',
   EventLogUnavailable = 'event_log_unavailable',
+  StoreApiUnavailable = 'store_api_unavailable',
   Internal = 'internal_error',
 }
 

@@ -44,6 +44,8 @@ export function httpStatusFor(code: ErrorCode): { status: number; title: string 
       return { status: 422, title: 'Notification cannot be mapped onto the event contract' };
     case ErrorCode.EventLogUnavailable:
       return { status: 503, title: 'Event log unavailable' };
+    case ErrorCode.StoreApiUnavailable:
+      return { status: 503, title: 'Store API unavailable' };
     case ErrorCode.Internal:
       return { status: 500, title: 'Internal server error' };
     default:

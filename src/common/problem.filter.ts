@@ -40,9 +40,10 @@ export class ProblemFilter implements ExceptionFilter {
     const challenge = bearerChallenge(body);
     if (challenge) void reply.header('www-authenticate', challenge);
     // The read models are fine, the database just cannot answer now: tell clients when to come back.
-    if (body.code === ErrorCode.DatabaseUnavailable || body.code === ErrorCode.EventLogUnavailable) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
-    if (body.code === ErrorCode.DatabaseUnavailable || body.code === ErrorCode.EventLogUnavailable) {
-      this.logger.warn({ err: (error as Error).message, reqId: request.id, msg: body.code === ErrorCode.DatabaseUnavailable ? 'database unavailable' : 'event log unavailable' });
+    const away = body.code === ErrorCode.DatabaseUnavailable || body.code === ErrorCode.EventLogUnavailable || body.code === ErrorCode.StoreApiUnavailable;
+    if (away) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    if (away) {
+      this.logger.warn({ err: (error as Error).message, reqId: request.id, msg: body.code.replaceAll('_', ' ') });
     } else if (body.code === ErrorCode.ServiceUnavailable) {
       // readiness saying what is down: an expected state, one line, no stack
       this.logger.warn({ reqId: request.id, url: request.url, msg: 'not ready' });

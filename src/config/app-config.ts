@@ -165,6 +165,73 @@ class Environment {
   /** appId:bundleId:Production|Sandbox[:appAppleId], comma-separated: apps taking App Store notifications. */
   @IsOptional() @Transform(toList) @IsString({ each: true })
   APPLE_APPS?: string[];
+
+  /** appId:packageName, comma-separated: apps taking Google Play RTDN through Pub/Sub push. */
+  @IsOptional() @Transform(toList) @IsString({ each: true })
+  GOOGLE_APPS?: string[];
+
+  /** The audience the Pub/Sub push subscription puts in its OIDC token. */
+  @IsOptional() @IsString() @MinLength(1)
+  GOOGLE_PUBSUB_AUDIENCE?: string;
+
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'] })
+  GOOGLE_PUBSUB_JWKS_URI = 'https://www.googleapis.com/oauth2/v3/certs';
+
+  @Transform(toList) @IsString({ each: true })
+  GOOGLE_PUBSUB_ISSUERS = ['https://accounts.google.com', 'accounts.google.com'];
+
+  /** When set, the push token's email must be this service account (the push subscription's). */
+  @IsOptional() @IsString()
+  GOOGLE_PUBSUB_SERVICE_ACCOUNT?: string;
+
+  /** JSON key of the service account allowed to read purchases in Play Console. */
+  @IsOptional() @IsString()
+  GOOGLE_SERVICE_ACCOUNT_FILE?: string;
+
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'] })
+  GOOGLE_API_BASE_URL = 'https://androidpublisher.googleapis.com/';
+
+  /** Sign API calls with the service account's own JWT instead of exchanging it for an OAuth token first. */
+  @Transform(toBool) @IsBoolean()
+  GOOGLE_API_SELF_SIGNED_JWT = false;
+}
+
+export type GoogleSettings = {
+  apps: ReadonlyMap<string, { packageName: string }>;
+  pubsub: { audience: string; jwksUri: string; issuers: readonly string[]; serviceAccount?: string };
+  serviceAccount: { email: string; privateKey: string; keyId?: string };
+  apiBaseUrl: string;
+  selfSignedJwt: boolean;
+};
+
+function googleSettings(env: Environment, problems: string[]): GoogleSettings | undefined {
+  if (!env.GOOGLE_APPS?.length) return undefined;
+  const apps = new Map<string, { packageName: string }>();
+  for (const entry of env.GOOGLE_APPS) {
+    const m = /^([^:\s]+):([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)+)$/.exec(entry);
+    if (!m) problems.push(`GOOGLE_APPS: ${JSON.stringify(entry)} must be appId:packageName`);
+    else apps.set(m[1], { packageName: m[2] });
+  }
+  if (!env.GOOGLE_PUBSUB_AUDIENCE) problems.push('GOOGLE_APPS needs GOOGLE_PUBSUB_AUDIENCE: the audience set on the Pub/Sub push subscription');
+  let serviceAccount: GoogleSettings['serviceAccount'] | undefined;
+  if (!env.GOOGLE_SERVICE_ACCOUNT_FILE) problems.push('GOOGLE_APPS needs GOOGLE_SERVICE_ACCOUNT_FILE: the JSON key of a service account that may read purchases');
+  else {
+    try {
+      const key = JSON.parse(readFileSync(env.GOOGLE_SERVICE_ACCOUNT_FILE, 'utf8')) as { client_email?: string; private_key?: string; private_key_id?: string };
+      if (!key.client_email || !key.private_key) throw new Error('no client_email or private_key');
+      serviceAccount = { email: key.client_email, privateKey: key.private_key, keyId: key.private_key_id };
+    } catch (error) {
+      problems.push(`GOOGLE_SERVICE_ACCOUNT_FILE: ${env.GOOGLE_SERVICE_ACCOUNT_FILE} is not a service account key (${(error as Error).message})`);
+    }
+  }
+  if (!serviceAccount || !env.GOOGLE_PUBSUB_AUDIENCE) return undefined;
+  return {
+    apps,
+    pubsub: { audience: env.GOOGLE_PUBSUB_AUDIENCE, jwksUri: env.GOOGLE_PUBSUB_JWKS_URI, issuers: env.GOOGLE_PUBSUB_ISSUERS, serviceAccount: env.GOOGLE_PUBSUB_SERVICE_ACCOUNT },
+    serviceAccount,
+    apiBaseUrl: env.GOOGLE_API_BASE_URL,
+    selfSignedJwt: env.GOOGLE_API_SELF_SIGNED_JWT,
+  };
 }
 
 export type AppleApp = { bundleId: string; environment: 'Production' | 'Sandbox'; appAppleId?: number };
@@ -248,6 +315,8 @@ export type AppConfig = Readonly<{
   webhooks: Readonly<WebhookSettings>;
   /** Unset: POST /v2/notifications/apple/* answers 404. */
   apple?: AppleSettings;
+  /** Unset: POST /v2/notifications/google/* answers 404. */
+  google?: GoogleSettings;
   /** Things worth saying at start-up that do not stop it (unknown variables of ours, by name). */
   warnings: readonly string[];
 }>;
@@ -282,6 +351,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     if (!env.KAFKA_BROKERS) problems.push('KAFKA_BROKERS must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to use the embedded event log)');
   }
   const apple = appleSettings(env, problems);
+  const google = googleSettings(env, problems);
   const warnings = Object.keys(raw)
     .filter((name) => OWNED_PREFIXES.some((p) => name.startsWith(p)) && !KNOWN_VARIABLES.has(name))
     .sort()
@@ -325,6 +395,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     statementTimeoutMs: env.STATEMENT_TIMEOUT_MS,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     apple,
+    google,
     webhooks: Object.freeze({
       deliveryEnabled: env.WEBHOOK_DELIVERY_ENABLED,
       maxAgeMs: env.WEBHOOK_MAX_AGE,

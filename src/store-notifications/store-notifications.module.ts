@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
 import { AppleNotificationsController } from './apple/apple-notifications.controller.js';
+import { GoogleNotificationsController } from './google/google-notifications.controller.js';
 import { NotificationPublisher } from './notification-publisher.js';
 
 /** Store notifications in: off (404) unless APPLE_APPS / GOOGLE_APPS configure an application. */
-@Module({ controllers: [AppleNotificationsController], providers: [NotificationPublisher] })
+@Module({ controllers: [AppleNotificationsController, GoogleNotificationsController], providers: [NotificationPublisher] })
 export class StoreNotificationsModule {}

@@ -1,0 +1,148 @@
+import { Body, Controller, Headers, HttpCode, Inject, Logger, Param, Post } from '@nestjs/common';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ApiProblemResponses } from '../../common/api-problem-responses.js';
+import { ErrorCode } from '../../common/errors.js';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { METRICS } from '../../metrics/metrics.module.js';
+import type { Metrics } from '../../metrics/metrics.js';
+import type { ContractEvent } from '../apple/apple-to-events.js';
+import type { NotificationOutcome } from '../apple/apple-notifications.controller.js';
+import { NotificationPublisher } from '../notification-publisher.js';
+import { StoreNotificationError } from '../store-notification.errors.js';
+import { classifyFetchError, GooglePlayApi, PubSubTokenVerifier } from './google-play.js';
+import { googleProductEvents, googleReplacedEvents, googleSubscriptionEvents, googleVoidedEvents, type DeveloperNotification } from './google-to-events.js';
+
+type PushBody = { message?: { data?: string; messageId?: string; message_id?: string }; subscription?: string };
+
+/** What the read models hold of an order, in the contract's field names: a voided order's snapshot. */
+const STORED_ORDER = `
+  SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId", platform,
+         receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate", last_renewal_date AS "lastRenewalDate",
+         renewal_date AS "renewalDate", expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
+         is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
+         is_trial_period AS "isTrialPeriod", is_intro_period AS "isIntroPeriod", is_upgraded AS "isUpgraded",
+         discount_id AS "discountId", quantity, amount_micros::float8 AS "amountMicros", currency
+  FROM read_model.transactions WHERE app_id = $1 AND transaction_id = $2`;
+
+/**
+ * Google Play Real-time Developer Notifications, pushed by Pub/Sub. The notification only names the
+ * purchase: its state is fetched from the Play Developer API, and the fetch time is the event time.
+ * Pub/Sub retries anything but 2xx, so only what retrying could fix is answered 5xx.
+ */
+@ApiTags('store notifications')
+@Controller('v2/notifications/google')
+export class GoogleNotificationsController {
+  private readonly logger = new Logger('google-notifications');
+  private readonly api?: GooglePlayApi;
+  private readonly tokens?: PubSubTokenVerifier;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly publisher: NotificationPublisher,
+    @Inject(METRICS) private readonly metrics: Metrics,
+  ) {
+    if (config.google) {
+      this.api = new GooglePlayApi(config.google);
+      this.tokens = new PubSubTokenVerifier(config.google.pubsub);
+    }
+  }
+
+  @Post(':appId')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'receiveGoogleNotification',
+    summary: 'Receive a Google Play Real-time Developer Notification (Pub/Sub push)',
+    description: 'The Pub/Sub push subscription authenticates with an OIDC token (GOOGLE_PUBSUB_AUDIENCE); mapping in docs/events/google.md.',
+  })
+  @ApiBody({
+    schema: {
+      type: 'object',
+      required: ['message'],
+      properties: {
+        message: { type: 'object', required: ['data', 'messageId'], properties: { data: { type: 'string', description: 'base64 of the DeveloperNotification JSON' }, messageId: { type: 'string' } } },
+        subscription: { type: 'string' },
+      },
+    },
+  })
+  @ApiOkResponse({ schema: { type: 'object', properties: { status: { type: 'string', enum: ['published', 'acknowledged'] }, events: { type: 'integer' } } } })
+  @ApiProblemResponses()
+  async receive(@Param('appId') appId: string, @Headers('authorization') authorization: string | undefined, @Body() body: unknown): Promise<NotificationOutcome> {
+    const app = this.config.google?.apps.get(appId);
+    if (!app || !this.api || !this.tokens) throw new StoreNotificationError(ErrorCode.NotFound, `no Google Play notifications are configured for application ${JSON.stringify(appId)} (GOOGLE_APPS)`);
+    const token = /^Bearer (\S+)$/i.exec(authorization ?? '')?.[1];
+    if (!token) throw this.refused(ErrorCode.TokenMissing, 'the push carries no bearer token: configure the Pub/Sub push subscription with authentication');
+    const why = await this.tokens.refuse(token);
+    if (why) throw this.refused(ErrorCode.TokenInvalid, `the push token is refused: ${why}`);
+
+    const message = (body as PushBody | null)?.message;
+    const messageId = message?.messageId ?? message?.message_id;
+    let n: DeveloperNotification;
+    try {
+      if (typeof message?.data !== 'string' || !messageId) throw new Error('no message.data or message.messageId');
+      n = JSON.parse(Buffer.from(message.data, 'base64').toString('utf8')) as DeveloperNotification;
+    } catch (error) {
+      throw this.refused(ErrorCode.NotificationUnverified, `the body is not a Pub/Sub push of a developer notification (${(error as Error).message})`);
+    }
+    if (n.packageName !== app.packageName) throw this.refused(ErrorCode.NotificationUnverified, `the notification is for ${JSON.stringify(n.packageName)}, not ${app.packageName} (GOOGLE_APPS)`);
+    const id = `google:${messageId}`;
+    const kind = n.subscriptionNotification ? 'subscription' : n.oneTimeProductNotification ? 'one_time_product' : n.voidedPurchaseNotification ? 'voided_purchase' : n.testNotification ? 'test' : 'other';
+
+    let events: ContractEvent[] = [];
+    if (n.subscriptionNotification?.purchaseToken) {
+      const purchaseToken = n.subscriptionNotification.purchaseToken;
+      const state = await this.fetch(kind, () => this.api!.subscription(app.packageName, purchaseToken));
+      if (state) {
+        events = googleSubscriptionEvents(appId, id, purchaseToken, state, new Date());
+        if (state.linkedPurchaseToken) {
+          const replacedToken = state.linkedPurchaseToken;
+          const replaced = await this.fetch(kind, () => this.api!.subscription(app.packageName, replacedToken));
+          if (replaced) events.push(...googleReplacedEvents(appId, id, replacedToken, replaced, new Date()));
+        }
+      }
+    } else if (n.oneTimeProductNotification?.purchaseToken && n.oneTimeProductNotification.sku) {
+      const { purchaseToken, sku } = n.oneTimeProductNotification;
+      const purchase = await this.fetch(kind, () => this.api!.product(app.packageName, sku, purchaseToken));
+      if (purchase) events = googleProductEvents(appId, id, purchaseToken, sku, purchase, new Date());
+    } else if (n.voidedPurchaseNotification?.orderId) {
+      const [stored] = (await this.db.query(STORED_ORDER, [appId, `google:${n.voidedPurchaseNotification.orderId}`])) as Record<string, unknown>[];
+      const voidedAt = n.eventTimeMillis ? new Date(Number(n.eventTimeMillis)) : new Date();
+      if (stored) events = googleVoidedEvents(appId, id, Object.fromEntries(Object.entries(stored).filter(([, v]) => v !== null)), voidedAt, new Date());
+      else this.logger.warn({ msg: 'voided purchase of an order the read models do not hold: nothing to revoke', appId, orderId: n.voidedPurchaseNotification.orderId });
+    }
+    if (events.length === 0) {
+      this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: 'acknowledged' });
+      return { status: 'acknowledged', events: 0 };
+    }
+    try {
+      await this.publisher.publish(events);
+    } catch (error) {
+      this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: error instanceof StoreNotificationError && error.code === ErrorCode.EventLogUnavailable ? 'retry' : 'refused' });
+      throw error;
+    }
+    this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: 'published' });
+    return { status: 'published', events: events.length };
+  }
+
+  /** The fetched state; undefined when Google does not know the purchase (retrying cannot help). */
+  private async fetch<T>(kind: string, run: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await run();
+    } catch (error) {
+      const failure = classifyFetchError(error);
+      if (failure.kind === 'unknown') {
+        this.logger.warn({ msg: 'Google does not know the purchase of a notification: acknowledged', status: failure.status, error: failure.message });
+        return undefined;
+      }
+      this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: 'retry' });
+      throw new StoreNotificationError(ErrorCode.StoreApiUnavailable, `the Play Developer API could not be asked for the purchase (${failure.status ?? 'no answer'}: ${failure.message}); Pub/Sub will retry`);
+    }
+  }
+
+  private refused(code: ErrorCode.TokenMissing | ErrorCode.TokenInvalid | ErrorCode.NotificationUnverified, message: string): StoreNotificationError {
+    this.metrics.storeNotifications.inc({ store: 'google', type: 'unverified', outcome: 'refused' });
+    return new StoreNotificationError(code, message);
+  }
+}

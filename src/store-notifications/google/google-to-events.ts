@@ -1,0 +1,134 @@
+// Google Play Real-time Developer Notifications onto the event contract (docs/events/google.md).
+// Pure: the endpoint verifies the push and fetches the purchase state; this maps it.
+import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
+import type { ContractEvent } from '../apple/apple-to-events.js';
+
+type SubscriptionV2 = androidpublisher_v3.Schema$SubscriptionPurchaseV2;
+type ProductPurchase = androidpublisher_v3.Schema$ProductPurchase;
+type Money = androidpublisher_v3.Schema$Money;
+
+/** The RTDN inside a Pub/Sub message's data. */
+export type DeveloperNotification = {
+  version?: string;
+  packageName?: string;
+  eventTimeMillis?: string;
+  subscriptionNotification?: { notificationType?: number; purchaseToken?: string; subscriptionId?: string };
+  oneTimeProductNotification?: { notificationType?: number; purchaseToken?: string; sku?: string };
+  voidedPurchaseNotification?: { purchaseToken?: string; orderId?: string; productType?: number; refundType?: number };
+  testNotification?: { version?: string };
+};
+
+const SOURCE = 'google-play-rtdn';
+const micros = (m: Money | undefined) =>
+  m?.units === undefined || m.units === null ? undefined : Number(BigInt(m.units) * 1_000_000n + BigInt(Math.trunc((m.nanos ?? 0) / 1000)));
+const dropUndefined = <T extends Record<string, unknown>>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as T;
+const iso = (t: string | null | undefined) => (t ? new Date(t).toISOString() : undefined);
+/** "GPA.1234-5678-9012-34567..2" is the third charge of order "GPA.1234-5678-9012-34567". */
+const RENEWAL_ORDER = /^(.*)\.\.(\d+)$/;
+
+function event(id: string, appId: string, time: Date, type: ContractEvent['type'], data: ContractEvent['data']): ContractEvent {
+  return { specversion: '1.0', id, source: SOURCE, type, time: time.toISOString(), appid: appId, datacontenttype: 'application/json', data };
+}
+
+const CANCELATION: [keyof androidpublisher_v3.Schema$CanceledStateContext, string][] = [
+  ['replacementCancellation', 'System.Replaced'],
+  ['userInitiatedCancellation', 'Customer'],
+  ['systemInitiatedCancellation', 'System'],
+  ['developerInitiatedCancellation', 'Developer'],
+];
+
+/**
+ * A subscription's current state as transaction.updated for its latest order (each renewal is an
+ * order of its own), plus receipt.linked when the purchase names the account. `fetchedAt` is the
+ * event time: a later fetch is a newer snapshot, whatever order the notifications came in.
+ */
+export function googleSubscriptionEvents(appId: string, messageId: string, purchaseToken: string, s: SubscriptionV2, fetchedAt: Date): ContractEvent[] {
+  const item = s.lineItems?.[0];
+  const orderId = item?.latestSuccessfulOrderId;
+  if (!item?.productId || !orderId) return [];
+  const renewal = RENEWAL_ORDER.exec(orderId);
+  const charge = renewal ? Number(renewal[2]) : 0;
+  const state = s.subscriptionState ?? '';
+  const receiptId = `google:${purchaseToken}`;
+  const user = s.externalAccountIdentifiers?.obfuscatedExternalAccountId ?? undefined;
+  const canceled = CANCELATION.find(([k]) => s.canceledStateContext?.[k] !== undefined && s.canceledStateContext?.[k] !== null)?.[1];
+  const plan = item.autoRenewingPlan;
+  const priceChange = plan?.priceChangeDetails?.priceChangeState;
+  const data = dropUndefined({
+    transactionId: `google:${orderId}`,
+    purchaseId: `google:${renewal ? renewal[1] : orderId}`,
+    productId: `google:${item.productId}`,
+    platform: 'google',
+    receiptId,
+    applicationUsername: user,
+    sandbox: s.testPurchase !== undefined && s.testPurchase !== null,
+    // Google gives no charge time per renewal: a renewal order is filed at the first fetch of it,
+    // seconds after the charge (the RTDN that announced it); the first order at the start.
+    purchaseDate: charge === 0 ? iso(s.startTime) : undefined,
+    expirationDate: iso(item.expiryTime),
+    renewalIntent: plan ? (plan.autoRenewEnabled ? 'Renew' : 'Lapse') : undefined,
+    cancelationReason: canceled,
+    isPending: state === 'SUBSCRIPTION_STATE_PENDING' || state === 'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED' ? true : undefined,
+    isAcknowledged: s.acknowledgementState ? s.acknowledgementState === 'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED' : undefined,
+    isBillingRetryPeriod: state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD' || state === 'SUBSCRIPTION_STATE_ON_HOLD' ? true : undefined,
+    // In grace the line item's expiry is the end of the grace period: access lasts until then.
+    gracePeriodExpirationDate: state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD' ? iso(item.expiryTime) : undefined,
+    // On hold, paused and expired subscriptions give no access, whatever the expiry says.
+    isExpired: ['SUBSCRIPTION_STATE_ON_HOLD', 'SUBSCRIPTION_STATE_PAUSED', 'SUBSCRIPTION_STATE_EXPIRED', 'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED'].includes(state) ? true : undefined,
+    isTrialPeriod: item.offerPhase ? item.offerPhase.freeTrial !== undefined && item.offerPhase.freeTrial !== null : undefined,
+    isIntroPeriod: item.offerPhase ? item.offerPhase.introductoryPrice !== undefined && item.offerPhase.introductoryPrice !== null : undefined,
+    discountId: item.offerDetails?.offerId ?? undefined,
+    priceConsentStatus: priceChange === 'OUTSTANDING' ? 'Notified' : priceChange === 'CONFIRMED' || priceChange === 'APPLIED' ? 'Accepted' : undefined,
+    amountMicros: micros(plan?.recurringPrice),
+    currency: plan?.recurringPrice?.currencyCode ?? undefined,
+  });
+  const events = [event(`${messageId}:${orderId}`, appId, fetchedAt, 'transaction.updated', data)];
+  if (user) events.push(event(`${messageId}:link`, appId, fetchedAt, 'receipt.linked', { receiptId, applicationUsername: user }));
+  return events;
+}
+
+/**
+ * The purchase a new one replaced (linkedPurchaseToken: upgrade, downgrade, resubscribe): its latest
+ * order marked isUpgraded, from its own fetched state.
+ */
+export function googleReplacedEvents(appId: string, messageId: string, replacedToken: string, replaced: SubscriptionV2, fetchedAt: Date): ContractEvent[] {
+  return googleSubscriptionEvents(appId, `${messageId}:replaced`, replacedToken, replaced, fetchedAt)
+    .filter((e) => e.type === 'transaction.updated')
+    .map((e) => ({ ...e, data: { ...e.data, isUpgraded: true, cancelationReason: 'System.Replaced' } }));
+}
+
+/** A one-time product (purchases.products.get): no expiry, never a subscriber. */
+export function googleProductEvents(appId: string, messageId: string, purchaseToken: string, sku: string, p: ProductPurchase, fetchedAt: Date): ContractEvent[] {
+  if (!p.orderId) return [];
+  const receiptId = `google:${purchaseToken}`;
+  const user = p.obfuscatedExternalAccountId ?? undefined;
+  const data = dropUndefined({
+    transactionId: `google:${p.orderId}`,
+    purchaseId: `google:${p.orderId}`,
+    productId: `google:${sku}`,
+    platform: 'google',
+    receiptId,
+    applicationUsername: user,
+    sandbox: p.purchaseType === 0,
+    purchaseDate: p.purchaseTimeMillis ? new Date(Number(p.purchaseTimeMillis)).toISOString() : undefined,
+    isPending: p.purchaseState === 2 ? true : undefined,
+    isExpired: p.purchaseState === 1 ? true : undefined,
+    cancelationReason: p.purchaseState === 1 ? 'Customer' : undefined,
+    isConsumed: p.consumptionState === undefined || p.consumptionState === null ? undefined : p.consumptionState === 1,
+    isAcknowledged: p.acknowledgementState === undefined || p.acknowledgementState === null ? undefined : p.acknowledgementState === 1,
+    quantity: p.quantity ?? undefined,
+  });
+  const events = [event(`${messageId}:${p.orderId}`, appId, fetchedAt, 'transaction.updated', data)];
+  if (user) events.push(event(`${messageId}:link`, appId, fetchedAt, 'receipt.linked', { receiptId, applicationUsername: user }));
+  return events;
+}
+
+/**
+ * A voided purchase (refund or chargeback): the stored transaction of that order, revoked at the
+ * notification's time. Google's notification names only the order, so the rest of the row comes
+ * from what the read models already hold (the snapshot must be whole: the newest one wins).
+ */
+export function googleVoidedEvents(appId: string, messageId: string, stored: Record<string, unknown>, voidedAt: Date, fetchedAt: Date): ContractEvent[] {
+  const data = { ...stored, revocationDate: voidedAt.toISOString(), isExpired: true, cancelationReason: 'Customer' } as unknown as ContractEvent['data'];
+  return [event(`${messageId}:voided`, appId, fetchedAt, 'transaction.updated', data)];
+}

@@ -1,0 +1,255 @@
+import { jest } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { startTestApp, type TestApp } from '../utils/app.js';
+import { createTestDatabase, type TestDatabase } from '../utils/database.js';
+import { expectEventually } from '../utils/expect-eventually.js';
+import { startGooglePlayMock } from '../utils/google-play-mock.js';
+import { writeTempFile } from '../utils/processes.js';
+
+jest.setTimeout(120_000);
+
+const PACKAGE = 'com.example.game';
+const AUDIENCE = 'https://records.example.com/v2/notifications/google/app-1';
+const DAY = 86_400_000;
+const at = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
+type Row = Record<string, unknown>;
+
+/** A SubscriptionPurchaseV2 as purchases.subscriptionsv2.get returns it (documented field names). */
+function subscription(user: string, o: { state?: string; order: string; expires: string; autoRenew?: boolean; linked?: string; canceled?: object; trial?: boolean }) {
+  return {
+    kind: 'androidpublisher#subscriptionPurchaseV2',
+    regionCode: 'DE',
+    startTime: at(-40 * DAY),
+    subscriptionState: o.state ?? 'SUBSCRIPTION_STATE_ACTIVE',
+    latestOrderId: o.order,
+    acknowledgementState: 'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED',
+    externalAccountIdentifiers: { obfuscatedExternalAccountId: user },
+    testPurchase: {},
+    ...(o.linked ? { linkedPurchaseToken: o.linked } : {}),
+    ...(o.canceled ? { canceledStateContext: o.canceled } : {}),
+    lineItems: [
+      {
+        productId: 'pro_monthly',
+        expiryTime: o.expires,
+        autoRenewingPlan: { autoRenewEnabled: o.autoRenew ?? true, recurringPrice: { currencyCode: 'EUR', units: '4', nanos: 990000000 } },
+        offerDetails: { basePlanId: 'monthly', offerId: o.trial ? 'free-week' : undefined, offerTags: [] },
+        ...(o.trial ? { offerPhase: { freeTrial: {} } } : { offerPhase: { basePrice: {} } }),
+        latestSuccessfulOrderId: o.order,
+      },
+    ],
+  };
+}
+
+describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Developer API on loopback)', () => {
+  let db: TestDatabase;
+  let api: TestApp;
+  let google: Awaited<ReturnType<typeof startGooglePlayMock>>;
+  let token: string;
+  let messages = 0;
+
+  beforeAll(async () => {
+    google = await startGooglePlayMock();
+    db = await createTestDatabase('google');
+    api = await startTestApp({
+      databaseUrl: db.url,
+      env: {
+        CONSUMER_ENABLED: 'true',
+        GOOGLE_APPS: `app-1:${PACKAGE}`,
+        GOOGLE_PUBSUB_AUDIENCE: AUDIENCE,
+        GOOGLE_PUBSUB_JWKS_URI: google.jwksUri,
+        GOOGLE_PUBSUB_SERVICE_ACCOUNT: 'pubsub-push@test-project.iam.gserviceaccount.com',
+        GOOGLE_SERVICE_ACCOUNT_FILE: writeTempFile('play-key.json', google.serviceAccountKey),
+        GOOGLE_API_BASE_URL: google.base,
+        GOOGLE_API_SELF_SIGNED_JWT: 'true',
+      },
+    });
+    token = api.token('app-1');
+  });
+  afterAll(async () => {
+    await api?.close();
+    await db?.drop();
+    await google?.close();
+  });
+
+  const push = (notification: object, o: { messageId?: string; auth?: string | null; packageName?: string } = {}) => {
+    const body = {
+      message: {
+        data: Buffer.from(JSON.stringify({ version: '1.0', packageName: o.packageName ?? PACKAGE, eventTimeMillis: String(Date.now()), ...notification })).toString('base64'),
+        messageId: o.messageId ?? String(++messages + 1_000_000),
+        publishTime: new Date().toISOString(),
+      },
+      subscription: 'projects/test-project/subscriptions/play-rtdn',
+    };
+    const auth = o.auth === undefined ? `Bearer ${google.pushToken({ audience: AUDIENCE })}` : o.auth;
+    return fetch(`${api.baseUrl}/v2/notifications/google/app-1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) },
+      body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, headers: r.headers, body: (await r.json()) as any }));
+  };
+  const subNotification = (type: number, purchaseToken: string) => ({ subscriptionNotification: { version: '1.0', notificationType: type, purchaseToken, subscriptionId: 'pro_monthly' } });
+  const logSize = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log`))[0].n);
+  const caughtUp = () =>
+    expectEventually(async () => {
+      const [{ behind }] = await db.dataSource.query(
+        `SELECT (SELECT coalesce(max("offset") + 1, 0) FROM public.event_log) - coalesce((SELECT sum(next_offset) FROM read_model.projection_offsets), 0) AS behind`,
+      );
+      expect(Number(behind)).toBe(0);
+    });
+  const published = async (notification: object, o: Parameters<typeof push>[1] = {}) => {
+    const res = await push(notification, o);
+    expect(res).toMatchObject({ status: 200, body: { status: 'published' } });
+    await caughtUp();
+  };
+  const customer = async (user: string) => (await api.get(`/v2/customers?applicationUsername=${user}`, token)).body.rows[0];
+  const transaction = async (id: string) => ((await api.get('/v2/transactions?limit=1000', token)).body.rows as Row[]).find((t) => t.transactionId === id);
+
+  it('SUBSCRIPTION_PURCHASED then RENEWED: active, each charge its own order, the renewal filed when it was learned of', async () => {
+    const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
+    google.setSubscription(PACKAGE, purchase, subscription(u, { order: 'GPA.1111-2222-3333-44444', expires: at(-10 * DAY), trial: true }));
+    await published(subNotification(4, purchase));
+    expect(await transaction('google:GPA.1111-2222-3333-44444')).toMatchObject({
+      purchaseId: 'google:GPA.1111-2222-3333-44444',
+      productId: 'google:pro_monthly',
+      receiptId: `google:${purchase}`,
+      sandbox: true,
+      isTrialPeriod: true,
+      isIntroPeriod: false,
+      discountId: 'free-week',
+      isAcknowledged: true,
+      amountMicros: 4990000,
+      currency: 'EUR',
+    });
+    expect((await customer(u)).customerInfo).toMatchObject({ activeSubscriber: false });
+
+    const renewedAt = Date.now();
+    google.setSubscription(PACKAGE, purchase, subscription(u, { order: 'GPA.1111-2222-3333-44444..1', expires: at(20 * DAY) }));
+    await published(subNotification(2, purchase));
+    const renewal = await transaction('google:GPA.1111-2222-3333-44444..1');
+    expect(renewal).toMatchObject({ purchaseId: 'google:GPA.1111-2222-3333-44444', renewalIntent: 'Renew' });
+    expect(renewal!.purchaseDate).toBeUndefined();
+    const day = new Date(renewedAt).toISOString().slice(0, 10);
+    const filed = await api.get(`/v2/transactions?startdate=${day}T00:00:00Z&limit=1000`, token);
+    expect(filed.body.rows.map((t: Row) => t.transactionId)).toContain('google:GPA.1111-2222-3333-44444..1');
+    expect((await customer(u)).customerInfo).toMatchObject({ activeSubscriber: true, renewalIntent: 'Renew' });
+    expect((await customer(u)).receiptIds).toEqual([`google:${purchase}`]);
+  });
+
+  it('CANCELED keeps access until expiry (intent Lapse); IN_GRACE_PERIOD keeps it until the grace ends; ON_HOLD, PAUSED, EXPIRED and PENDING give none', async () => {
+    const cases: [number, string, boolean, Partial<Parameters<typeof subscription>[1]>][] = [
+      [3, 'SUBSCRIPTION_STATE_CANCELED', true, { autoRenew: false, canceled: { userInitiatedCancellation: { cancelTime: at(-DAY) } } }],
+      [6, 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD', true, {}],
+      [5, 'SUBSCRIPTION_STATE_ON_HOLD', false, { expires: at(-2 * DAY) }],
+      [10, 'SUBSCRIPTION_STATE_PAUSED', false, { expires: at(5 * DAY) }],
+      [13, 'SUBSCRIPTION_STATE_EXPIRED', false, { expires: at(-DAY), autoRenew: false }],
+      [20, 'SUBSCRIPTION_STATE_PENDING', false, {}],
+    ];
+    for (const [type, state, active, extra] of cases) {
+      const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
+      const order = `GPA.${randomUUID().slice(0, 8)}`;
+      google.setSubscription(PACKAGE, purchase, subscription(u, { state, order, expires: at(6 * DAY), ...extra }));
+      await published(subNotification(type, purchase));
+      const info = (await customer(u)).customerInfo;
+      expect({ state, active: info.activeSubscriber ?? false }).toEqual({ state, active });
+      if (state === 'SUBSCRIPTION_STATE_CANCELED') {
+        expect(info.renewalIntent).toBe('Lapse');
+        expect(await transaction(`google:${order}`)).toMatchObject({ cancelationReason: 'Customer' });
+      }
+      if (state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD') expect(await transaction(`google:${order}`)).toMatchObject({ isBillingRetryPeriod: true, gracePeriodExpirationDate: expect.any(String) });
+      if (state === 'SUBSCRIPTION_STATE_PENDING') expect(await transaction(`google:${order}`)).toMatchObject({ isPending: true });
+    }
+  });
+
+  it('an upgrade (linkedPurchaseToken) marks the replaced purchase isUpgraded; the new one drives the summary', async () => {
+    const [u, oldToken, newToken] = [randomUUID(), `tok-${randomUUID()}`, `tok-${randomUUID()}`];
+    google.setSubscription(PACKAGE, oldToken, subscription(u, { order: 'GPA.5555-0000-0000-00001', expires: at(200 * DAY) }));
+    await published(subNotification(4, oldToken));
+    google.setSubscription(
+      PACKAGE,
+      oldToken,
+      subscription(u, { state: 'SUBSCRIPTION_STATE_EXPIRED', order: 'GPA.5555-0000-0000-00001', expires: at(200 * DAY), autoRenew: false, canceled: { replacementCancellation: {} } }),
+    );
+    google.setSubscription(PACKAGE, newToken, subscription(u, { order: 'GPA.6666-0000-0000-00001', expires: at(30 * DAY), linked: oldToken }));
+    await published(subNotification(4, newToken));
+    expect(await transaction('google:GPA.5555-0000-0000-00001')).toMatchObject({ isUpgraded: true, cancelationReason: 'System.Replaced' });
+    const info = (await customer(u)).customerInfo;
+    expect(info.activeSubscriber).toBe(true);
+    expect(Date.parse(info.expirationDate)).toBeLessThan(Date.now() + 31 * DAY);
+  });
+
+  it('a one-time product comes from purchases.products.get; a voided purchase revokes the order it names', async () => {
+    const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
+    google.setProduct(PACKAGE, 'coins_500', purchase, {
+      kind: 'androidpublisher#productPurchase',
+      purchaseTimeMillis: String(Date.now() - DAY),
+      purchaseState: 0,
+      consumptionState: 1,
+      orderId: 'GPA.7777-0000-0000-00001',
+      purchaseType: 0,
+      acknowledgementState: 1,
+      obfuscatedExternalAccountId: u,
+      quantity: 2,
+      regionCode: 'DE',
+    });
+    await published({ oneTimeProductNotification: { version: '1.0', notificationType: 1, purchaseToken: purchase, sku: 'coins_500' } });
+    expect(await transaction('google:GPA.7777-0000-0000-00001')).toMatchObject({ productId: 'google:coins_500', isConsumed: true, quantity: 2, sandbox: true });
+    expect((await customer(u)).customerInfo.activeSubscriber).toBe(false);
+
+    const [s, subToken] = [randomUUID(), `tok-${randomUUID()}`];
+    google.setSubscription(PACKAGE, subToken, subscription(s, { order: 'GPA.8888-0000-0000-00001', expires: at(300 * DAY) }));
+    await published(subNotification(4, subToken));
+    expect((await customer(s)).customerInfo.activeSubscriber).toBe(true);
+    await published({ voidedPurchaseNotification: { purchaseToken: subToken, orderId: 'GPA.8888-0000-0000-00001', productType: 1, refundType: 1 } });
+    expect(await transaction('google:GPA.8888-0000-0000-00001')).toMatchObject({ revocationDate: expect.any(String), isExpired: true });
+    expect((await customer(s)).customerInfo.activeSubscriber).toBe(false);
+  });
+
+  it('acknowledges a test notification and a purchase Google does not know; a redelivered message changes nothing', async () => {
+    const before = await logSize();
+    expect(await push({ testNotification: { version: '1.0' } })).toMatchObject({ status: 200, body: { status: 'acknowledged' } });
+    expect(await push(subNotification(4, 'tok-nobody-knows'))).toMatchObject({ status: 200, body: { status: 'acknowledged' } });
+    expect(await logSize()).toBe(before);
+
+    const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
+    google.setSubscription(PACKAGE, purchase, subscription(u, { order: 'GPA.9999-0000-0000-00001', expires: at(9 * DAY) }));
+    await published(subNotification(4, purchase), { messageId: 'redelivered-1' });
+    const first = await customer(u);
+    const rows = (await api.get('/v2/transactions?limit=1000', token)).body;
+    google.setSubscription(PACKAGE, purchase, subscription(u, { order: 'GPA.9999-0000-0000-00001', expires: at(9 * DAY), autoRenew: false }));
+    await published(subNotification(4, purchase), { messageId: 'redelivered-1' });
+    expect(await customer(u)).toEqual(first);
+    expect((await api.get('/v2/transactions?limit=1000', token)).body).toEqual(rows);
+  });
+
+  it('refuses a push without a valid OIDC token (401) or for another package (400), publishing nothing', async () => {
+    const before = await logSize();
+    const n = subNotification(4, 'tok-x');
+    const cases: [Parameters<typeof push>[1], number, string, RegExp][] = [
+      [{ auth: null }, 401, 'token_missing', /no bearer token/],
+      [{ auth: `Bearer ${google.pushToken({ audience: AUDIENCE, forged: true })}` }, 401, 'token_invalid', /invalid signature/],
+      [{ auth: `Bearer ${google.pushToken({ audience: 'https://elsewhere.example.com' })}` }, 401, 'token_invalid', /audience invalid/],
+      [{ auth: `Bearer ${google.pushToken({ audience: AUDIENCE, issuer: 'https://evil.example.com' })}` }, 401, 'token_invalid', /issuer invalid/],
+      [{ auth: `Bearer ${google.pushToken({ audience: AUDIENCE, expiresIn: -10 })}` }, 401, 'token_invalid', /jwt expired/],
+      [{ auth: `Bearer ${google.pushToken({ audience: AUDIENCE, email: 'someone@else.iam.gserviceaccount.com' })}` }, 401, 'token_invalid', /GOOGLE_PUBSUB_SERVICE_ACCOUNT/],
+      [{ packageName: 'com.example.other' }, 400, 'notification_unverified', /not com\.example\.game/],
+    ];
+    for (const [o, status, code, detail] of cases) {
+      const res = await push(n, o);
+      expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
+      expect(res.body.detail).toMatch(detail);
+    }
+    expect(await logSize()).toBe(before);
+  });
+
+  it('answers 503 with Retry-After when the Play Developer API fails, and publishes when Pub/Sub retries', async () => {
+    const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
+    google.setSubscription(PACKAGE, purchase, subscription(u, { order: 'GPA.1212-0000-0000-00001', expires: at(9 * DAY) }));
+    google.failNextCalls(1);
+    const failed = await push(subNotification(4, purchase), { messageId: 'retried-1' });
+    expect(failed).toMatchObject({ status: 503, body: { code: 'store_api_unavailable' } });
+    expect(failed.headers.get('retry-after')).toBe('5');
+    await published(subNotification(4, purchase), { messageId: 'retried-1' });
+    expect((await customer(u)).customerInfo.activeSubscriber).toBe(true);
+    expect(google.calls.some((c) => c.includes(`/subscriptionsv2/tokens/${purchase}`))).toBe(true);
+  });
+});
