@@ -23,3 +23,15 @@ export function ApiProblemResponses() {
     ApiResponse({ status: 403, description: 'Token lacks the scope or the app claim', content }),
   );
 }
+
+/** The answers of an endpoint a store calls: what it should retry (5xx) and what not (4xx). */
+export function ApiNotificationProblemResponses(o: { bearer: boolean }) {
+  const content = { 'application/problem+json': { schema: problemSchema } };
+  return applyDecorators(
+    ApiResponse({ status: 400, description: 'The notification failed verification or is not for this app (notification_unverified): not retried', content }),
+    ...(o.bearer ? [ApiResponse({ status: 401, description: 'The push carries no valid OIDC token', content })] : []),
+    ApiResponse({ status: 404, description: 'No store notifications are configured for this application', content }),
+    ApiResponse({ status: 422, description: 'The notification maps to an event the contract refuses (notification_unmappable)', content }),
+    ApiResponse({ status: 503, description: 'The event log or the store API is unavailable: retry after Retry-After seconds', content }),
+  );
+}

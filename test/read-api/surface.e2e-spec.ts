@@ -37,6 +37,14 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
     });
   });
 
+  it('documents the store-notification endpoints', async () => {
+    const { body } = await api.get('/openapi.json');
+    expect(body.paths['/v2/notifications/apple/{appId}'].post).toMatchObject({ operationId: 'receiveAppleNotification' });
+    expect(body.paths['/v2/notifications/apple/{appId}'].post.requestBody.content['application/json'].schema.required).toEqual(['signedPayload']);
+    expect(body.paths['/v2/notifications/google/{appId}'].post).toMatchObject({ operationId: 'receiveGoogleNotification' });
+    expect(Object.keys(body.paths['/v2/notifications/google/{appId}'].post.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '503']));
+  });
+
   it('documents the change feed: changedAfter, paging.next and the webhook messages', async () => {
     const { body } = await api.get('/openapi.json');
     for (const path of ['/v2/customers', '/v2/transactions']) {

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Environment, SignedDataVerifier, VerificationException, VerificationStatus } from '@apple/app-store-server-library';
-import { ApiProblemResponses } from '../../common/api-problem-responses.js';
+import { ApiNotificationProblemResponses } from '../../common/api-problem-responses.js';
 import { ErrorCode } from '../../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { METRICS } from '../../metrics/metrics.module.js';
@@ -46,7 +46,7 @@ export class AppleNotificationsController {
   })
   @ApiBody({ schema: { type: 'object', required: ['signedPayload'], properties: { signedPayload: { type: 'string', description: 'The JWS Apple sends' } } } })
   @ApiOkResponse({ schema: outcomeSchema as object })
-  @ApiProblemResponses()
+  @ApiNotificationProblemResponses({ bearer: false })
   async receive(@Param('appId') appId: string, @Body() body: unknown): Promise<NotificationOutcome> {
     const verifier = this.verifierFor(appId);
     const signedPayload = (body as { signedPayload?: unknown } | null)?.signedPayload;

@@ -2,7 +2,7 @@ import { Body, Controller, Headers, HttpCode, Inject, Logger, Param, Post } from
 import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { ApiProblemResponses } from '../../common/api-problem-responses.js';
+import { ApiNotificationProblemResponses } from '../../common/api-problem-responses.js';
 import { ErrorCode } from '../../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { METRICS } from '../../metrics/metrics.module.js';
@@ -68,7 +68,7 @@ export class GoogleNotificationsController {
     },
   })
   @ApiOkResponse({ schema: { type: 'object', properties: { status: { type: 'string', enum: ['published', 'acknowledged'] }, events: { type: 'integer' } } } })
-  @ApiProblemResponses()
+  @ApiNotificationProblemResponses({ bearer: true })
   async receive(@Param('appId') appId: string, @Headers('authorization') authorization: string | undefined, @Body() body: unknown): Promise<NotificationOutcome> {
     const app = this.config.google?.apps.get(appId);
     if (!app || !this.api || !this.tokens) throw new StoreNotificationError(ErrorCode.NotFound, `no Google Play notifications are configured for application ${JSON.stringify(appId)} (GOOGLE_APPS)`);
