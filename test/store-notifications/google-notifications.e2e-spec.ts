@@ -135,30 +135,47 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     expect((await customer(u)).receiptIds).toEqual([`google:${purchase}`]);
   });
 
-  it('CANCELED keeps access until expiry (intent Lapse); IN_GRACE_PERIOD keeps it until the grace ends; ON_HOLD, PAUSED, EXPIRED and PENDING give none', async () => {
-    const cases: [number, string, boolean, Partial<Parameters<typeof subscription>[1]>][] = [
-      [3, 'SUBSCRIPTION_STATE_CANCELED', true, { autoRenew: false, canceled: { userInitiatedCancellation: { cancelTime: at(-DAY) } } }],
-      [6, 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD', true, {}],
-      [5, 'SUBSCRIPTION_STATE_ON_HOLD', false, { expires: at(-2 * DAY) }],
-      [10, 'SUBSCRIPTION_STATE_PAUSED', false, { expires: at(5 * DAY) }],
-      [13, 'SUBSCRIPTION_STATE_EXPIRED', false, { expires: at(-DAY), autoRenew: false }],
-      [20, 'SUBSCRIPTION_STATE_PENDING', false, {}],
-    ];
-    for (const [type, state, active, extra] of cases) {
+  // Every subscription notification type, with the state Google reports after it (the mapping reads the state).
+  it.each([
+    [1, 'RECOVERED', 'SUBSCRIPTION_STATE_ACTIVE', true, {}],
+    [2, 'RENEWED', 'SUBSCRIPTION_STATE_ACTIVE', true, {}],
+    [3, 'CANCELED', 'SUBSCRIPTION_STATE_CANCELED', true, { autoRenew: false, canceled: { userInitiatedCancellation: { cancelTime: at(-DAY) } } }],
+    [4, 'PURCHASED', 'SUBSCRIPTION_STATE_ACTIVE', true, {}],
+    [5, 'ON_HOLD', 'SUBSCRIPTION_STATE_ON_HOLD', false, { expires: at(-2 * DAY) }],
+    [6, 'IN_GRACE_PERIOD', 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD', true, {}],
+    [7, 'RESTARTED', 'SUBSCRIPTION_STATE_ACTIVE', true, {}],
+    [8, 'PRICE_CHANGE_CONFIRMED', 'SUBSCRIPTION_STATE_ACTIVE', true, { priceChange: 'CONFIRMED' }],
+    [9, 'DEFERRED', 'SUBSCRIPTION_STATE_ACTIVE', true, { expires: at(60 * DAY) }],
+    [10, 'PAUSED', 'SUBSCRIPTION_STATE_PAUSED', false, { expires: at(5 * DAY) }],
+    [11, 'PAUSE_SCHEDULE_CHANGED', 'SUBSCRIPTION_STATE_ACTIVE', true, {}],
+    [12, 'REVOKED', 'SUBSCRIPTION_STATE_EXPIRED', false, { expires: at(-DAY), autoRenew: false, canceled: { developerInitiatedCancellation: {} } }],
+    [13, 'EXPIRED', 'SUBSCRIPTION_STATE_EXPIRED', false, { expires: at(-DAY), autoRenew: false }],
+    [19, 'PRICE_CHANGE_UPDATED', 'SUBSCRIPTION_STATE_ACTIVE', true, { priceChange: 'OUTSTANDING' }],
+    [20, 'PENDING_PURCHASE_CANCELED', 'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED', false, {}],
+    [4, 'PURCHASED (pending payment)', 'SUBSCRIPTION_STATE_PENDING', false, {}],
+  ] as [number, string, string, boolean, Partial<Parameters<typeof subscription>[1]> & { priceChange?: string }][])(
+    'SUBSCRIPTION_%s (%s) → state %s: active %s',
+    async (type, _name, state, active, extra) => {
       const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
       const order = `GPA.${randomUUID().slice(0, 8)}`;
-      google.setSubscription(PACKAGE, purchase, subscription(u, { state, order, expires: at(6 * DAY), ...extra }));
+      const { priceChange, ...rest } = extra;
+      const fetched = subscription(u, { state, order, expires: at(6 * DAY), ...rest });
+      if (priceChange) (fetched.lineItems[0].autoRenewingPlan as Record<string, unknown>).priceChangeDetails = { priceChangeState: priceChange, newPrice: { currencyCode: 'EUR', units: '5', nanos: 990000000 } };
+      google.setSubscription(PACKAGE, purchase, fetched);
       await published(subNotification(type, purchase));
       const info = (await customer(u)).customerInfo;
-      expect({ state, active: info.activeSubscriber ?? false }).toEqual({ state, active });
+      expect(info.activeSubscriber ?? false).toBe(active);
+      const row = await transaction(`google:${order}`);
       if (state === 'SUBSCRIPTION_STATE_CANCELED') {
         expect(info.renewalIntent).toBe('Lapse');
-        expect(await transaction(`google:${order}`)).toMatchObject({ cancelationReason: 'Customer' });
+        expect(row).toMatchObject({ cancelationReason: 'Customer' });
       }
-      if (state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD') expect(await transaction(`google:${order}`)).toMatchObject({ isBillingRetryPeriod: true, gracePeriodExpirationDate: expect.any(String) });
-      if (state === 'SUBSCRIPTION_STATE_PENDING') expect(await transaction(`google:${order}`)).toMatchObject({ isPending: true });
-    }
-  });
+      if (state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD') expect(row).toMatchObject({ isBillingRetryPeriod: true, gracePeriodExpirationDate: expect.any(String) });
+      if (state.startsWith('SUBSCRIPTION_STATE_PENDING')) expect(row).toMatchObject({ isPending: true });
+      if (type === 12) expect(row).toMatchObject({ cancelationReason: 'Developer', isExpired: true });
+      if (priceChange) expect(row).toMatchObject({ priceConsentStatus: priceChange === 'CONFIRMED' ? 'Accepted' : 'Notified' });
+    },
+  );
 
   it('an upgrade (linkedPurchaseToken) marks the replaced purchase isUpgraded; the new one drives the summary', async () => {
     const [u, oldToken, newToken] = [randomUUID(), `tok-${randomUUID()}`, `tok-${randomUUID()}`];
