@@ -93,8 +93,8 @@ function sampleRss(pid) {
   const t = setInterval(() => (max = Math.max(max, rssMb(pid))), 200);
   return () => (clearInterval(t), Math.round(max));
 }
-const cannon = (url, connections, seconds, token) =>
-  autocannon({ url, connections, duration: seconds, pipelining: 1, headers: token ? { authorization: `Bearer ${token}` } : {} });
+const cannon = (url, connections, seconds, token, headers = {}) =>
+  autocannon({ url, connections, duration: seconds, pipelining: 1, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } });
 const pct = (xs, p) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] : NaN);
 
 // ---------- API dataset: T transactions, C customers in one app, spread over three years ----------
@@ -166,6 +166,16 @@ async function apiBenchmarks(adminUrl) {
     const r = await cannon(base + pathAndQuery, 1, size.seconds, token);
     results.api.push({ name, p50: r.latency.p50, p99: r.latency.p99, rps: Math.round(r.requests.average), errors: r.non2xx + r.errors });
     log(`${name}: p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms`);
+  }
+
+  // a 1000-row page as sent: uncompressed, gzip, brotli (what the client's Accept-Encoding asks for)
+  for (const encoding of ['identity', 'gzip', 'br']) {
+    const url = `${base}/v2/transactions?skip=${Math.floor(T / 2)}&limit=1000`;
+    await cannon(url, 1, 1, token, { 'accept-encoding': encoding });
+    const r = await cannon(url, 1, size.seconds, token, { 'accept-encoding': encoding });
+    const bytes = Math.round(r.throughput.total / Math.max(1, r.requests.total));
+    results.api.push({ name: `transactions, 1000-row page, ${encoding} (${bytes.toLocaleString('en')} bytes)`, p50: r.latency.p50, p99: r.latency.p99, rps: Math.round(r.requests.average), errors: r.non2xx + r.errors });
+    log(`1000-row page, ${encoding}: ${bytes} bytes, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms`);
   }
 
   // throughput at 50 connections on a deep page: ours vs the same bytes from memory vs findAndCount

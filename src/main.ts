@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   for (const warning of config.warnings) log.warn(warning);
   const database = await openDatabaseServer(config);
   const app = await createHttpApp({ config, database, pino: log });
-  await app.listen({ port: config.port, host: '0.0.0.0' });
+  await app.listen({ port: config.port, host: config.host });
 
   const db = app.get(DataSource);
   const [{ generation }] = await db.query('SELECT generation FROM public.read_model_generation');

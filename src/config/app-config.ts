@@ -11,6 +11,7 @@ import {
   IsUrl,
   Max,
   Min,
+  Matches,
   MinLength,
   validateSync,
 } from 'class-validator';
@@ -46,6 +47,14 @@ class Environment {
 
   @Transform(toInt) @IsInt() @Min(0) @Max(65535)
   PORT = 3000;
+
+  /** Address to listen on: 0.0.0.0 (all IPv4) suits containers; 127.0.0.1 keeps the API on this host. */
+  @IsString() @Matches(/^[A-Za-z0-9.:_-]{1,253}$/, { message: 'HOST must be an address or host name such as 0.0.0.0, 127.0.0.1 or ::' })
+  HOST = '0.0.0.0';
+
+  /** Origins a browser app may call the API from (CORS); unset: none. */
+  @IsOptional() @Transform(toList) @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { each: true, message: 'CORS_ORIGINS must list origins such as https://app.example.com' })
+  CORS_ORIGINS?: string[];
 
   @IsOptional() @IsUrl({ protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true })
   DATABASE_URL?: string;
@@ -266,7 +275,7 @@ function appleSettings(env: Environment, problems: string[]): AppleSettings | un
 }
 
 /** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
-const OWNED_PREFIXES = ['KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_'];
+const OWNED_PREFIXES = ['CORS_', 'KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_'];
 const KNOWN_VARIABLES = new Set(Object.keys(new Environment()).concat(['DATABASE_URL', 'JWT_SECRET', 'JWT_JWKS_URI', 'JWT_ISSUER', 'JWT_AUDIENCE', 'KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']));
 
 export type KafkaSettings = {
@@ -296,6 +305,9 @@ export type WebhookSettings = {
 export type AppConfig = Readonly<{
   env: 'development' | 'production' | 'test';
   port: number;
+  host: string;
+  /** Origins (scheme://host[:port]) allowed by CORS; empty: CORS off. */
+  corsOrigins: readonly string[];
   /** Unset means: run the embedded PostgreSQL under dataDir. */
   databaseUrl?: string;
   dataDir: string;
@@ -361,6 +373,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   return Object.freeze({
     env: env.NODE_ENV as AppConfig['env'],
     port: env.PORT,
+    host: env.HOST,
+    corsOrigins: Object.freeze((env.CORS_ORIGINS ?? []).map((o) => new URL(o).origin)),
     databaseUrl: env.DATABASE_URL,
     dataDir: env.DATA_DIR,
     embeddedPgPort: env.EMBEDDED_PG_PORT,
