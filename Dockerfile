@@ -1,17 +1,26 @@
-FROM node:20-bookworm-slim AS build
+# Node 26: the current LTS line (the project is tested on Node 24 and 26).
+FROM node:26-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY . .
 RUN npx nest build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:26-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production
+ENV NODE_ENV=production \
+    DATA_DIR=/app/.data \
+    HOST=0.0.0.0 \
+    PORT=3000
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/examples ./examples
+# The service runs as `node`: its data dir (generated secrets, the Apple test CA) must be its own.
+RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
 EXPOSE 3000
+# Ready means: PostgreSQL answers, migrations ran, the consumer is running (docs/operations.md).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/health/ready`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "--max-old-space-size=160", "dist/main.js"]

