@@ -1,5 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ConsumerHealth, ConsumerState } from '../health/consumer-status.js';
+
+/** Every metric name starts with this, so the service's series are found and kept apart from others. */
+export const PREFIX = 'subscription_records_';
+const BUILD_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const CONSUMER_STATES: ConsumerState[] = ['connecting', 'running', 'retrying', 'blocked', 'crashed', 'stopped'];
 
@@ -8,7 +13,7 @@ export class Metrics {
   readonly registry = new Registry();
 
   readonly httpDuration = new Histogram({
-    name: 'http_request_duration_seconds',
+    name: 'subscription_records_http_request_duration_seconds',
     help: 'HTTP request duration by route and status',
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
@@ -16,55 +21,55 @@ export class Metrics {
   });
 
   readonly eventsProjected = new Counter({
-    name: 'projection_events_total',
+    name: 'subscription_records_projection_events_total',
     help: 'Events read by the live projection, by type and outcome (applied, duplicate, dead_letter)',
     labelNames: ['type', 'outcome'] as const,
     registers: [this.registry],
   });
 
   readonly deadLetters = new Counter({
-    name: 'projection_dead_letters_total',
+    name: 'subscription_records_projection_dead_letters_total',
     help: 'Messages sent to the dead letters, by reason code',
     labelNames: ['code'] as const,
     registers: [this.registry],
   });
 
   readonly batchSize = new Histogram({
-    name: 'projection_batch_size',
+    name: 'subscription_records_projection_batch_events',
     help: 'Messages per projected batch',
     buckets: [1, 10, 50, 100, 500, 1000, 2500, 5000, 10000, 25000],
     registers: [this.registry],
   });
 
   readonly batchDuration = new Histogram({
-    name: 'projection_batch_duration_seconds',
+    name: 'subscription_records_projection_batch_duration_seconds',
     help: 'Time to project one batch (one database transaction)',
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
 
   readonly batchFailures = new Counter({
-    name: 'projection_batch_failures_total',
+    name: 'subscription_records_projection_batch_failures_total',
     help: 'Batches that failed and were retried',
     registers: [this.registry],
   });
 
   readonly storeNotifications = new Counter({
-    name: 'store_notifications_total',
+    name: 'subscription_records_store_notifications_total',
     help: 'Store notifications received, by store, notification type and outcome (published, acknowledged: nothing to publish, refused: 4xx, retry: 5xx)',
     labelNames: ['store', 'type', 'outcome'] as const,
     registers: [this.registry],
   });
 
   readonly webhookDeliveries = new Counter({
-    name: 'webhook_deliveries_total',
+    name: 'subscription_records_webhook_deliveries_total',
     help: 'Webhook delivery attempts by outcome: delivered, retry (failed, will be tried again), failed (given up after WEBHOOK_MAX_AGE)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
 
   readonly webhookAttemptDuration = new Histogram({
-    name: 'webhook_attempt_duration_seconds',
+    name: 'subscription_records_webhook_attempt_duration_seconds',
     help: 'Time from sending a webhook to its response (or timeout), by outcome',
     labelNames: ['outcome'] as const,
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
@@ -78,12 +83,18 @@ export class Metrics {
     rebuild(): Promise<RebuildProgress[]>;
     webhookBacklog?(): Promise<{ app: string; ageSeconds: number }[]>;
   }) {
-    collectDefaultMetrics({ register: this.registry });
+    collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+    new Gauge({
+      name: `${PREFIX}build_info`,
+      help: 'Always 1; the labels say which build and runtime serve',
+      labelNames: ['version', 'node_version'] as const,
+      registers: [this.registry],
+    }).set({ version: BUILD_VERSION, node_version: process.version }, 1);
     // One lag reading per scrape feeds both gauges.
     let lagReading: Promise<{ lags: { topic: string; partition: number; lag: number }[]; stale: boolean }> | undefined;
     const readLag = () => (lagReading ??= collectors.lag().catch(() => ({ lags: [], stale: true })).finally(() => setTimeout(() => (lagReading = undefined), 100)));
     new Gauge({
-      name: 'projection_consumer_lag',
+      name: 'subscription_records_projection_consumer_lag_messages',
       help: 'Log end offset minus the offset stored with the read models, per partition (last known ends while the broker is away)',
       labelNames: ['topic', 'partition'] as const,
       registers: [this.registry],
@@ -93,15 +104,15 @@ export class Metrics {
       },
     });
     new Gauge({
-      name: 'projection_consumer_lag_stale',
-      help: '1 when the log end offsets behind projection_consumer_lag could not be read this scrape (broker unreachable)',
+      name: 'subscription_records_projection_consumer_lag_stale',
+      help: '1 when the log end offsets behind subscription_records_projection_consumer_lag_messages could not be read this scrape (broker unreachable)',
       registers: [this.registry],
       async collect() {
         this.set((await readLag()).stale ? 1 : 0);
       },
     });
     new Gauge({
-      name: 'projection_consumer_state',
+      name: 'subscription_records_projection_consumer_state',
       help: 'The live consumer state: 1 on the current state, 0 on the others (docs/operations.md)',
       labelNames: ['state'] as const,
       registers: [this.registry],
@@ -113,7 +124,7 @@ export class Metrics {
       },
     });
     new Gauge({
-      name: 'projection_partition_blocked',
+      name: 'subscription_records_projection_partition_blocked',
       help: '1 for each partition not consumed because its stored offset lies outside the log (see /health/ready)',
       labelNames: ['partition'] as const,
       registers: [this.registry],
@@ -123,7 +134,7 @@ export class Metrics {
       },
     });
     new Gauge({
-      name: 'projection_newest_event_age_seconds',
+      name: 'subscription_records_projection_newest_event_age_seconds',
       help: 'Age of the newest event time projected by this instance',
       registers: [this.registry],
       collect() {
@@ -132,7 +143,7 @@ export class Metrics {
       },
     });
     new Gauge({
-      name: 'webhook_oldest_pending_delivery_seconds',
+      name: 'subscription_records_webhook_oldest_pending_delivery_seconds',
       help: 'Age of the oldest webhook delivery not yet delivered, per application',
       labelNames: ['app'] as const,
       registers: [this.registry],
@@ -141,27 +152,28 @@ export class Metrics {
         for (const b of (await collectors.webhookBacklog?.().catch(() => [])) ?? []) this.set({ app: b.app }, b.ageSeconds);
       },
     });
-    const labels = ['kind', 'id', 'schema'] as const;
+    // No rebuild id label: one series per kind of generation, not one per rebuild ever run.
+    const labels = ['kind', 'schema'] as const;
     new Gauge({
-      name: 'rebuild_progress_ratio',
+      name: 'subscription_records_rebuild_progress_ratio',
       help: 'Share of the target offsets a running rebuild or verify has projected (0..1)',
       labelNames: labels,
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const r of await collectors.rebuild().catch(() => [])) this.set({ kind: r.kind, id: r.id, schema: r.schema }, r.target > 0 ? Math.min(1, r.projected / r.target) : 1);
+        for (const r of await collectors.rebuild().catch(() => [])) this.set({ kind: r.kind, schema: r.schema }, r.target > 0 ? Math.min(1, r.projected / r.target) : 1);
       },
     });
     new Gauge({
-      name: 'rebuild_projected_events',
+      name: 'subscription_records_rebuild_projected_events',
       help: 'Events a running rebuild or verify has projected so far, and its target',
       labelNames: [...labels, 'of'] as const,
       registers: [this.registry],
       async collect() {
         this.reset();
         for (const r of await collectors.rebuild().catch(() => [])) {
-          this.set({ kind: r.kind, id: r.id, schema: r.schema, of: 'projected' }, r.projected);
-          this.set({ kind: r.kind, id: r.id, schema: r.schema, of: 'target' }, r.target);
+          this.set({ kind: r.kind, schema: r.schema, of: 'projected' }, r.projected);
+          this.set({ kind: r.kind, schema: r.schema, of: 'target' }, r.target);
         }
       },
     });

@@ -96,7 +96,7 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
       expect(r.consumer).toMatchObject({ status: 'down', state: 'blocked', reason: expect.stringContaining('topic recreated or truncated') });
       expect(r.consumer.blocked?.map((b) => b.partition)).toEqual([0, 1]);
     }, 60_000);
-    expect((await api!.get('/metrics')).body).toMatch(/projection_partition_blocked\{partition="0"\} 1/);
+    expect((await api!.get('/metrics')).body).toMatch(/subscription_records_projection_partition_blocked\{partition="0"\} 1/);
     // nothing new was projected: the new events wait for the operator
     const shown = await cli(['offsets', 'show']);
     expect(shown.code).toBe(3);
@@ -157,7 +157,7 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
     const first = events(7, 6);
     await projected(2, first);
     // Prometheus has scraped while the broker was there
-    expect((await api!.get('/metrics')).body).toMatch(/projection_consumer_lag_stale 0/);
+    expect((await api!.get('/metrics')).body).toMatch(/subscription_records_projection_consumer_lag_stale 0/);
     await broker.stop();
     const stoppedAt = Date.now();
     await expectEventually(async () => {
@@ -169,9 +169,9 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
     await new Promise((r) => setTimeout(r, Math.max(0, OUTAGE_MS - (Date.now() - stoppedAt))));
     expect((await ready()).consumer.state).toBe('connecting');
     const metrics = (await api!.get('/metrics')).body as string;
-    expect(metrics).toMatch(new RegExp(`projection_consumer_lag\\{topic="${topic}",partition="0"\\} 0`));
-    expect(metrics).toMatch(/projection_consumer_lag_stale 1/);
-    expect(metrics).toMatch(/projection_consumer_state\{state="connecting"\} 1/);
+    expect(metrics).toMatch(new RegExp(`subscription_records_projection_consumer_lag_messages\\{topic="${topic}",partition="0"\\} 0`));
+    expect(metrics).toMatch(/subscription_records_projection_consumer_lag_stale 1/);
+    expect(metrics).toMatch(/subscription_records_projection_consumer_state\{state="connecting"\} 1/);
 
     await broker.restart();
     const second = events(8, 6);

@@ -35,10 +35,14 @@ describe('metrics and readiness (e2e, real broker and PostgreSQL)', () => {
     const scrape = async () => (await fetch(`${api.baseUrl}/metrics`)).text();
 
     let text = await scrape();
-    expect(metric(text, 'projection_consumer_lag', { topic, partition: '0' })).toBe(0);
-    expect(metric(text, 'projection_events_total', { type: 'transaction.updated', outcome: 'applied' })).toBeGreaterThan(0);
-    expect(metric(text, 'http_request_duration_seconds_count', { route: '/v2/transactions', status: '200' })).toBe(1);
-    expect(Number(/^projection_newest_event_age_seconds (\S+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+    expect(metric(text, 'subscription_records_projection_consumer_lag_messages', { topic, partition: '0' })).toBe(0);
+    expect(metric(text, 'subscription_records_projection_events_total', { type: 'transaction.updated', outcome: 'applied' })).toBeGreaterThan(0);
+    expect(metric(text, 'subscription_records_http_request_duration_seconds_count', { route: '/v2/transactions', status: '200' })).toBe(1);
+    expect(Number(/^subscription_records_projection_newest_event_age_seconds (\S+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+    expect(text).toMatch(/^subscription_records_build_info\{version="\d+\.\d+\.\d+[^"]*",node_version="v\d+\.\d+\.\d+"\} 1$/m);
+    // one namespace for every series the service exports
+    const names = [...text.matchAll(/^([a-z_:][a-z0-9_:]*)(?:\{| )/gm)].map((m) => m[1]);
+    expect(names.filter((n) => !n.startsWith('subscription_records_'))).toEqual([]);
 
     // pause the live projection the way a generation switch does, and publish meanwhile
     const pause = db.dataSource.createQueryRunner();
@@ -48,13 +52,13 @@ describe('metrics and readiness (e2e, real broker and PostgreSQL)', () => {
     try {
       const held = toBuffers(scenarioEvents({ seed: 72, customers: 10, apps: ['app-1'], tag: 'held' }));
       await produce(topic, held);
-      await expectEventually(async () => expect(metric(await scrape(), 'projection_consumer_lag', { topic, partition: '0' })).toBe(held.length));
+      await expectEventually(async () => expect(metric(await scrape(), 'subscription_records_projection_consumer_lag_messages', { topic, partition: '0' })).toBe(held.length));
       expect((await api.get('/health/ready')).status).toBe(200); // paused, not stopped
     } finally {
       await pause.commitTransaction();
       await pause.release();
     }
-    await expectEventually(async () => expect(metric(await scrape(), 'projection_consumer_lag', { topic, partition: '0' })).toBe(0));
+    await expectEventually(async () => expect(metric(await scrape(), 'subscription_records_projection_consumer_lag_messages', { topic, partition: '0' })).toBe(0));
   });
 
   it('is not ready while the consumer cannot run', async () => {

@@ -202,7 +202,7 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     expect(await customer(u)).toEqual(first);
     expect((await api.get('/v2/transactions?limit=1000', token)).body).toEqual(rows);
     const metrics = (await api.get('/metrics')).body as string;
-    expect(metrics).toMatch(/store_notifications_total\{store="apple",type="TEST",outcome="acknowledged"\} 1/);
+    expect(metrics).toMatch(/subscription_records_store_notifications_total\{store="apple",type="TEST",outcome="acknowledged"\} 1/);
   });
 
   it('refuses with 4xx, publishing nothing: a forged chain, an expired certificate, another bundle id, the other environment, no signedPayload, an unknown app', async () => {

@@ -128,9 +128,9 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     expect(hook.received).toHaveLength(6);
     expect(hook.received.every((r) => hook.verify(secret, r))).toBe(true);
     const metrics = (await api.get('/metrics')).body as string;
-    expect(metrics).toMatch(/webhook_deliveries_total\{outcome="retry"\} 4/);
-    expect(metrics).toMatch(/webhook_deliveries_total\{outcome="delivered"\} 2/);
-    expect(metrics).toMatch(/webhook_attempt_duration_seconds_count\{outcome="retry"\} 4/);
+    expect(metrics).toMatch(/subscription_records_webhook_deliveries_total\{outcome="retry"\} 4/);
+    expect(metrics).toMatch(/subscription_records_webhook_deliveries_total\{outcome="delivered"\} 2/);
+    expect(metrics).toMatch(/subscription_records_webhook_attempt_duration_seconds_count\{outcome="retry"\} 4/);
   });
 
   it('never follows a redirect, keeps only an excerpt of a failing answer, and bounds the attempts in flight', async () => {
