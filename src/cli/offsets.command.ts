@@ -1,3 +1,4 @@
+import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { Inject } from '@nestjs/common';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -11,7 +12,8 @@ export class OffsetsShowCommand extends CommandRunner {
     super();
   }
 
-  async run(): Promise<void> {
+  async run(args: string[]): Promise<void> {
+    refuseExtraArguments('offsets show', args);
     const { db, close } = await openDatabase(this.config, 'offsets');
     try {
       const { topic, positions } = await readPositions(this.config, db);
@@ -36,9 +38,10 @@ export class OffsetsResetCommand extends CommandRunner {
     super();
   }
 
-  async run(_: string[], options: ResetOptions): Promise<void> {
-    if (options.to === undefined) throw new Error('offsets reset needs --to earliest|latest|<offset>');
-    if (options.partition === undefined) throw new Error('offsets reset needs --partition <n>');
+  async run(args: string[], options: ResetOptions): Promise<void> {
+    refuseExtraArguments('offsets reset', args);
+    if (options.to === undefined) throw new UsageError('offsets reset needs --to earliest|latest|<offset>');
+    if (options.partition === undefined) throw new UsageError('offsets reset needs --partition <n>');
     const { db, close } = await openDatabase(this.config, 'offsets');
     try {
       const { topic, positions } = await readPositions(this.config, db);
@@ -68,7 +71,7 @@ export class OffsetsResetCommand extends CommandRunner {
 
   @Option({ flags: '--partition <n>', description: 'the partition to move' })
   parsePartition(value: string): number {
-    if (!/^\d+$/.test(value)) throw new Error(`--partition must be a partition number (got ${JSON.stringify(value)})`);
+    if (!/^\d+$/.test(value)) throw new UsageError(`--partition must be a partition number (got ${JSON.stringify(value)})`);
     return Number(value);
   }
 }
@@ -80,6 +83,6 @@ export class OffsetsResetCommand extends CommandRunner {
 })
 export class OffsetsCommand extends CommandRunner {
   async run(): Promise<void> {
-    throw new Error('offsets needs a subcommand: show, or reset --to earliest|latest|<offset> --partition <n>');
+    throw new UsageError('offsets needs a subcommand: show, or reset --to earliest|latest|<offset> --partition <n>');
   }
 }

@@ -1,3 +1,4 @@
+import { refuseExtraArguments } from './usage-error.js';
 import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Inject } from '@nestjs/common';
@@ -26,7 +27,9 @@ export class PublishCommand extends CommandRunner {
     super();
   }
 
-  async run([file]: string[]): Promise<void> {
+  async run(args: string[]): Promise<void> {
+    refuseExtraArguments('publish', args, 1);
+    const [file] = args;
     const fromStdin = file === '-';
     const size = fromStdin ? undefined : statSync(file).size;
     const input = fromStdin ? process.stdin : createReadStream(file);

@@ -1,3 +1,4 @@
+import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { Inject } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -20,8 +21,9 @@ export class RebuildCommand extends CommandRunner {
     super();
   }
 
-  async run(_: string[], options: RebuildOptions): Promise<void> {
-    if (options.verify && options.abort) throw new Error('--verify and --abort cannot be combined');
+  async run(args: string[], options: RebuildOptions): Promise<void> {
+    refuseExtraArguments('rebuild', args);
+    if (options.verify && options.abort) throw new UsageError('--verify and --abort cannot be combined');
     const { db, server, close } = await openDatabase(this.config, 'rebuild');
     try {
       const rebuilder = new Rebuilder(this.config, db, server, createProgressReporter());

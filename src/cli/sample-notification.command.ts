@@ -1,3 +1,4 @@
+import { UsageError } from './usage-error.js';
 import { Inject } from '@nestjs/common';
 import { randomInt, randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -29,8 +30,8 @@ export class SampleNotificationCommand extends CommandRunner {
   }
 
   async run(args: string[], o: Options): Promise<void> {
-    if (args.length !== 1 || args[0] !== 'apple') throw new Error(`sample-notification takes one store: apple (got ${args.join(' ') || 'none'})`);
-    if (!o.bundleId) throw new Error('sample-notification apple needs --bundle-id <the bundle id in APPLE_APPS>');
+    if (args.length !== 1 || args[0] !== 'apple') throw new UsageError(`sample-notification takes one store: apple (got ${args.join(' ') || 'none'})`);
+    if (!o.bundleId) throw new UsageError('sample-notification apple needs --bundle-id <the bundle id in APPLE_APPS>');
     const dir = path.join(this.config.dataDir, 'apple-test-ca');
     const { ca, rootPath, created } = await loadOrCreateAppleTestCa(dir);
     if (created) process.stderr.write(`created a test CA in ${dir}\n`);
@@ -87,19 +88,19 @@ export class SampleNotificationCommand extends CommandRunner {
 
   @Option({ flags: '--user <name>', description: 'appAccountToken: the applicationUsername the purchase is linked to (default: a random UUID)' })
   parseUser(value: string): string {
-    if (!value.trim()) throw new Error('--user must not be empty');
+    if (!value.trim()) throw new UsageError('--user must not be empty');
     return value;
   }
 
   @Option({ flags: '--type <type>', description: `notification type: ${APPLE_TYPES.join(', ')}`, defaultValue: 'SUBSCRIBED' })
   parseType(value: string): AppleType {
-    if (!(APPLE_TYPES as readonly string[]).includes(value)) throw new Error(`--type must be one of ${APPLE_TYPES.join(', ')} (got ${JSON.stringify(value)})`);
+    if (!(APPLE_TYPES as readonly string[]).includes(value)) throw new UsageError(`--type must be one of ${APPLE_TYPES.join(', ')} (got ${JSON.stringify(value)})`);
     return value as AppleType;
   }
 
   @Option({ flags: '--subscription <originalTransactionId>', description: 'continue an earlier sample subscription (DID_RENEW, EXPIRED, ...)' })
   parseSubscription(value: string): string {
-    if (!/^\d{1,19}$/.test(value)) throw new Error(`--subscription must be a number, the originalTransactionId of an earlier sample (got ${JSON.stringify(value)})`);
+    if (!/^\d{1,19}$/.test(value)) throw new UsageError(`--subscription must be a number, the originalTransactionId of an earlier sample (got ${JSON.stringify(value)})`);
     return value;
   }
 }

@@ -1,3 +1,4 @@
+import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { Inject } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { mintToken, parseTtl } from '../auth/mint-token.js';
@@ -16,7 +17,8 @@ export class TokenCommand extends CommandRunner {
     super();
   }
 
-  async run(_: string[], options: TokenOptions): Promise<void> {
+  async run(args: string[], options: TokenOptions): Promise<void> {
+    refuseExtraArguments('token', args);
     const keys = await resolveVerificationKeys(this.config);
     if (!keys.secret) {
       throw new Error('token needs JWT_SECRET: with only JWT_JWKS_URI configured, tokens come from your identity provider');
@@ -29,14 +31,14 @@ export class TokenCommand extends CommandRunner {
 
   @Option({ flags: '--app <id>', description: 'Application (tenant) id the token may read', required: true })
   parseApp(value: string): string {
-    if (!value.trim()) throw new Error('--app must not be empty');
+    if (!value.trim()) throw new UsageError('--app must not be empty');
     return value;
   }
 
   @Option({ flags: '--scope <scopes...>', description: `Scopes (default: ${SCOPES.join(' ')})` })
   parseScope(value: string, previous: string[] = []): string[] {
     const scopes = value.split(/[\s,]+/).filter(Boolean);
-    for (const s of scopes) if (!(SCOPES as readonly string[]).includes(s)) throw new Error(`unknown scope "${s}"; known: ${SCOPES.join(', ')}`);
+    for (const s of scopes) if (!(SCOPES as readonly string[]).includes(s)) throw new UsageError(`unknown scope "${s}"; known: ${SCOPES.join(', ')}`);
     return [...previous, ...scopes];
   }
 

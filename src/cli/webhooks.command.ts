@@ -1,13 +1,15 @@
+import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { Inject } from '@nestjs/common';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import type { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { openDatabase } from '../database/open-database.js';
-import { addEndpoint, listDeliveries, listEndpoints, redeliver, removeEndpoint, rotateSecret, type EndpointListing } from '../webhooks/webhook-endpoints.js';
+import { WebhookTargetError } from '../webhooks/webhook-target.js';
+import { addEndpoint, WebhookEndpointError, listDeliveries, listEndpoints, redeliver, removeEndpoint, rotateSecret, type EndpointListing } from '../webhooks/webhook-endpoints.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : '-');
 const idOption = (value: string): string => {
-  if (!/^\d{1,18}$/.test(value)) throw new Error(`--id must be a webhook endpoint id from webhooks list (got ${JSON.stringify(value)})`);
+  if (!/^\d{1,18}$/.test(value)) throw new UsageError(`--id must be a webhook endpoint id from webhooks list (got ${JSON.stringify(value)})`);
   return value;
 };
 
@@ -18,7 +20,7 @@ abstract class WebhooksSubCommand<O> extends CommandRunner {
   }
 
   async run(args: string[], options?: Record<string, unknown>): Promise<void> {
-    if (args.length > 0) throw new Error(`unexpected argument ${JSON.stringify(args[0])} (options are given as --name value)`);
+    refuseExtraArguments(`webhooks ${this.command.name()}`, args);
     const { db, close } = await openDatabase(this.config, 'webhooks');
     try {
       await this.runWith(db, (options ?? {}) as O);
@@ -39,9 +41,11 @@ function describeState(e: EndpointListing): string {
 @SubCommand({ name: 'add', description: 'Register a webhook endpoint for an application; prints its signing secret' })
 export class WebhooksAddCommand extends WebhooksSubCommand<{ app?: string; url?: string; fromStart?: boolean }> {
   protected async runWith(db: DataSource, o: { app?: string; url?: string; fromStart?: boolean }): Promise<void> {
-    if (!o.app) throw new Error('webhooks add needs --app <application id>');
-    if (!o.url) throw new Error('webhooks add needs --url <https url>');
-    const { id, secret } = await addEndpoint(db, this.config.webhooks, { appId: o.app, url: o.url, fromStart: o.fromStart });
+    if (!o.app) throw new UsageError('webhooks add needs --app <application id>');
+    if (!o.url) throw new UsageError('webhooks add needs --url <https url>');
+    const { id, secret } = await addEndpoint(db, this.config.webhooks, { appId: o.app, url: o.url, fromStart: o.fromStart }).catch((error: unknown) => {
+      throw error instanceof WebhookTargetError || error instanceof WebhookEndpointError ? new UsageError(error.message) : error;
+    });
     process.stderr.write(`webhook endpoint ${id} for ${o.app}: ${o.url} (${o.fromStart ? 'every row from the start of the change feed' : 'changes from now on'}); signing secret:\n`);
     process.stdout.write(`${secret}\n`);
   }
@@ -83,7 +87,7 @@ export class WebhooksListCommand extends WebhooksSubCommand<{ app?: string }> {
 @SubCommand({ name: 'remove', description: 'Delete a webhook endpoint and its deliveries' })
 export class WebhooksRemoveCommand extends WebhooksSubCommand<{ id?: string }> {
   protected async runWith(db: DataSource, o: { id?: string }): Promise<void> {
-    if (!o.id) throw new Error('webhooks remove needs --id <endpoint id>');
+    if (!o.id) throw new UsageError('webhooks remove needs --id <endpoint id>');
     await removeEndpoint(db, o.id);
     process.stdout.write(`webhook endpoint ${o.id} removed\n`);
   }
@@ -97,7 +101,7 @@ export class WebhooksRemoveCommand extends WebhooksSubCommand<{ id?: string }> {
 @SubCommand({ name: 'rotate-secret', description: 'New signing secret; the old one also signs for 24 h' })
 export class WebhooksRotateSecretCommand extends WebhooksSubCommand<{ id?: string }> {
   protected async runWith(db: DataSource, o: { id?: string }): Promise<void> {
-    if (!o.id) throw new Error('webhooks rotate-secret needs --id <endpoint id>');
+    if (!o.id) throw new UsageError('webhooks rotate-secret needs --id <endpoint id>');
     const secret = await rotateSecret(db, o.id);
     process.stderr.write(`webhook endpoint ${o.id}: new signing secret (messages carry a signature with the previous one too for 24 h):\n`);
     process.stdout.write(`${secret}\n`);
@@ -114,7 +118,7 @@ type DeliveriesOptions = { id?: string; status?: string; limit?: number };
 @SubCommand({ name: 'deliveries', description: "An endpoint's recent deliveries, newest first" })
 export class WebhooksDeliveriesCommand extends WebhooksSubCommand<DeliveriesOptions> {
   protected async runWith(db: DataSource, o: DeliveriesOptions): Promise<void> {
-    if (!o.id) throw new Error('webhooks deliveries needs --id <endpoint id>');
+    if (!o.id) throw new UsageError('webhooks deliveries needs --id <endpoint id>');
     const rows = await listDeliveries(db, o.id, { status: o.status, limit: o.limit ?? 20 });
     if (rows.length === 0) process.stdout.write('no deliveries\n');
     for (const d of rows) {
@@ -131,13 +135,13 @@ export class WebhooksDeliveriesCommand extends WebhooksSubCommand<DeliveriesOpti
 
   @Option({ flags: '--status <status>', description: 'pending, delivered or failed' })
   parseStatus(value: string): string {
-    if (!['pending', 'delivered', 'failed'].includes(value)) throw new Error(`--status must be pending, delivered or failed (got ${JSON.stringify(value)})`);
+    if (!['pending', 'delivered', 'failed'].includes(value)) throw new UsageError(`--status must be pending, delivered or failed (got ${JSON.stringify(value)})`);
     return value;
   }
 
   @Option({ flags: '--limit <n>', description: 'how many (default 20)' })
   parseLimit(value: string): number {
-    if (!/^\d{1,4}$/.test(value) || Number(value) < 1) throw new Error(`--limit must be a number from 1 to 9999 (got ${JSON.stringify(value)})`);
+    if (!/^\d{1,4}$/.test(value) || Number(value) < 1) throw new UsageError(`--limit must be a number from 1 to 9999 (got ${JSON.stringify(value)})`);
     return Number(value);
   }
 }
@@ -145,7 +149,7 @@ export class WebhooksDeliveriesCommand extends WebhooksSubCommand<DeliveriesOpti
 @SubCommand({ name: 'redeliver', description: 'Send failed deliveries again (or one, with --delivery); enables a disabled endpoint' })
 export class WebhooksRedeliverCommand extends WebhooksSubCommand<{ id?: string; delivery?: string }> {
   protected async runWith(db: DataSource, o: { id?: string; delivery?: string }): Promise<void> {
-    if (!o.id) throw new Error('webhooks redeliver needs --id <endpoint id>');
+    if (!o.id) throw new UsageError('webhooks redeliver needs --id <endpoint id>');
     const n = await redeliver(db, o.id, o.delivery);
     process.stdout.write(`webhook endpoint ${o.id}: ${n} deliver${n === 1 ? 'y' : 'ies'} queued again; the endpoint is enabled\n`);
   }
@@ -157,7 +161,7 @@ export class WebhooksRedeliverCommand extends WebhooksSubCommand<{ id?: string; 
 
   @Option({ flags: '--delivery <id>', description: 'one delivery (webhooks deliveries), pending, delivered or failed' })
   parseDelivery(value: string): string {
-    if (!/^\d{1,18}$/.test(value)) throw new Error(`--delivery must be a delivery id from webhooks deliveries (got ${JSON.stringify(value)})`);
+    if (!/^\d{1,18}$/.test(value)) throw new UsageError(`--delivery must be a delivery id from webhooks deliveries (got ${JSON.stringify(value)})`);
     return value;
   }
 }
@@ -171,6 +175,6 @@ export const WEBHOOK_SUBCOMMANDS = [WebhooksAddCommand, WebhooksListCommand, Web
 })
 export class WebhooksCommand extends CommandRunner {
   async run(): Promise<void> {
-    throw new Error('webhooks needs a subcommand: add, list, remove, rotate-secret, deliveries or redeliver');
+    throw new UsageError('webhooks needs a subcommand: add, list, remove, rotate-secret, deliveries or redeliver');
   }
 }

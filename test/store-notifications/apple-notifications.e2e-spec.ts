@@ -249,7 +249,7 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
       await sampleApp.close();
     }
     const refused = await runCli(['sample-notification', 'google'], { DATA_DIR: dataDir });
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('sample-notification takes one store: apple');
   });
 

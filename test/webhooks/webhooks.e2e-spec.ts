@@ -67,7 +67,7 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     await project(db.dataSource, [renewal('before', 1)]); // before registration: not sent
 
     const refused = await cli(['add', '--app', 'app-1', '--url', 'http://hooks.example.com/x']);
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('must use https (hooks.example.com is not listed in WEBHOOK_ALLOW_HOSTS)');
 
     const added = await cli(['add', '--app', 'app-1', '--url', hook.url]);
