@@ -3,7 +3,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { ErrorCode } from './common/errors.js';
@@ -11,7 +11,7 @@ import { PinoNestLogger } from './common/logger.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-http.js';
 import type { Metrics } from './metrics/metrics.js';
 import { METRICS } from './metrics/metrics.module.js';
-import { webhookPayloads } from './webhooks/webhook-payloads.schema.js';
+import { buildOpenApiDocument } from './common/openapi-document.js';
 import fastifyCompress from '@fastify/compress';
 import { constants as zlibConstants } from 'node:zlib';
 
@@ -82,16 +82,7 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
     });
   }
 
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Subscription records')
-      .setDescription('Customers and in-app purchase transactions per application, from store notifications.')
-      .setVersion('2')
-      .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
-      .build(),
-  );
-  (document as unknown as Record<string, unknown>)['x-webhooks'] = webhookPayloads;
+  const document = buildOpenApiDocument(app);
   const metrics = app.get<Metrics>(METRICS);
   adapter.getInstance().addHook('onResponse', async (request, reply) => {
     metrics.httpDuration.observe(

@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
-import { ApiBearerAuth } from '@nestjs/swagger';
+import { ApiSecurity } from '@nestjs/swagger';
 import { ErrorCode } from '../common/errors.js';
 import { AuthError } from './auth.errors.js';
 import type { Principal, Scope } from './scopes.js';
@@ -52,7 +52,7 @@ export class ScopeGuard implements CanActivate {
 }
 
 export function Authorize(scope: Scope) {
-  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scope), UseGuards(JwtAuthGuard, ScopeGuard), ApiBearerAuth());
+  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scope), UseGuards(JwtAuthGuard, ScopeGuard), ApiSecurity('bearer', [scope]));
 }
 
 export const CurrentPrincipal = createParamDecorator(

@@ -1,5 +1,3 @@
-import { customerSummarySchema } from '../customers/customer.schema.js';
-import { transactionSchema } from '../transactions/transaction.schema.js';
 
 const message = (type: string, data: object, description: string) => ({
   post: {
@@ -29,15 +27,16 @@ const message = (type: string, data: object, description: string) => ({
         },
       },
     },
+    // The receiver checks the signature (Standard Webhooks), not a credential of this service.
+    security: [],
     responses: { '2XX': { description: 'Taken: any 2xx. Anything else (or no answer within WEBHOOK_TIMEOUT_MS) is retried with backoff' } },
   },
 });
 
 /**
- * The messages sent to registered endpoints (docs/change-feed.md), in the document as `x-webhooks`
- * (OpenAPI 3.0 has no `webhooks`; 3.1's has this shape).
+ * The messages sent to registered endpoints (docs/change-feed.md): the document's `webhooks`.
  */
 export const webhookPayloads = {
-  'customer.updated': message('customer.updated', customerSummarySchema, 'A customer row changed: the CustomerSummary as GET /v2/customers returns it (activeSubscriber as of the timestamp)'),
-  'transaction.updated': message('transaction.updated', transactionSchema, 'A transaction row changed: the Transaction as GET /v2/transactions returns it'),
+  'customer.updated': message('customer.updated', { $ref: '#/components/schemas/CustomerSummary' }, 'A customer row changed: the CustomerSummary as GET /v2/customers returns it (activeSubscriber as of the timestamp)'),
+  'transaction.updated': message('transaction.updated', { $ref: '#/components/schemas/Transaction' }, 'A transaction row changed: the Transaction as GET /v2/transactions returns it'),
 };

@@ -25,16 +25,30 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
   it('serves a generated OpenAPI 3 document describing both endpoints', async () => {
     const res = await api.get('/openapi.json');
     expect(res.status).toBe(200);
-    expect(res.body.openapi).toMatch(/^3\./);
+    expect(res.body.openapi).toBe('3.1.0');
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/v2/customers', '/v2/transactions']));
     const params = res.body.paths['/v2/transactions'].get.parameters.map((p: { name: string }) => p.name);
     expect(params).toEqual(expect.arrayContaining(['skip', 'limit', 'startdate', 'enddate']));
-    const row = res.body.paths['/v2/transactions'].get.responses['200'].content['application/json'].schema.properties.rows.items;
+    expect(res.body.paths['/v2/transactions'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/TransactionPage' });
+    const row = res.body.components.schemas.Transaction;
     expect(row.properties).toMatchObject({
       gracePeriodExpirationDate: { type: 'string', format: 'date-time' },
       revocationDate: { type: 'string', format: 'date-time' },
       isUpgraded: { type: 'boolean' },
     });
+  });
+
+  it('declares the username list so clients and Swagger UI send literal commas', async () => {
+    const { body } = await api.get('/openapi.json');
+    const param = body.paths['/v2/customers'].get.parameters.find((p: { name: string }) => p.name === 'applicationUsername');
+    expect(param).toMatchObject({ in: 'query', style: 'form', explode: false, schema: { type: 'array', items: { type: 'string' } } });
+    for (const op of [body.paths['/v2/customers'].get, body.paths['/v2/transactions'].get]) {
+      expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '405', '431', '500', '503']);
+      expect(op.responses['200'].description).not.toBe('');
+    }
+    expect(body.paths['/v2/customers'].get.security).toEqual([{ bearer: ['customers:read'] }]);
+    expect(body.paths['/v2/transactions'].get.security).toEqual([{ bearer: ['transactions:read'] }]);
+    expect(body.components.schemas.Problem.properties.code.enum).toContain('invalid_parameter');
   });
 
   it('documents the store-notification endpoints', async () => {
@@ -50,14 +64,15 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
     for (const path of ['/v2/customers', '/v2/transactions']) {
       const get = body.paths[path].get;
       expect(get.parameters.find((p: { name: string }) => p.name === 'changedAfter')).toMatchObject({ in: 'query', schema: { type: 'string' } });
-      expect(get.responses['200'].content['application/json'].schema.properties.paging.properties.next).toMatchObject({ type: 'string' });
     }
-    const hooks = body['x-webhooks'];
+    expect(body.components.schemas.Paging.properties.next).toMatchObject({ type: 'string' });
+    const hooks = body.webhooks;
     expect(Object.keys(hooks)).toEqual(['customer.updated', 'transaction.updated']);
     const customer = hooks['customer.updated'].post.requestBody.content['application/json'].schema;
-    expect(customer.properties.data.properties).toHaveProperty('customerInfo');
+    expect(customer.properties.data).toEqual({ $ref: '#/components/schemas/CustomerSummary' });
+    expect(body.components.schemas.CustomerSummary.properties).toHaveProperty('customerInfo');
     const transaction = hooks['transaction.updated'].post.requestBody.content['application/json'].schema;
-    expect(transaction.properties.data.properties).toHaveProperty('revocationDate');
+    expect(transaction.properties.data).toEqual({ $ref: '#/components/schemas/Transaction' });
     expect(hooks['transaction.updated'].post.parameters.map((p: { name: string }) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
   });
 

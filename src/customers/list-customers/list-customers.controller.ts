@@ -6,6 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import { Authorize, CurrentPrincipal } from '../../auth/authorize.decorator.js';
 import type { Principal } from '../../auth/scopes.js';
 import { ApiProblemResponses } from '../../common/api-problem-responses.js';
+import { schemaRef } from '../../common/openapi-document.js';
 import type { Page } from '../../common/paging.js';
 import { customerPageSchema, type CustomerSummary } from '../customer.schema.js';
 import { ListCustomerChangesQuery } from '../list-customer-changes/list-customer-changes.query.js';
@@ -25,7 +26,7 @@ export class ListCustomersController {
     summary: 'List customers',
     description: 'Ordered by when each customer was first seen, then applicationUsername; with changedAfter, the change feed in change order (docs/change-feed.md).',
   })
-  @ApiOkResponse({ schema: customerPageSchema as object })
+  @ApiOkResponse({ description: 'One page of rows and where it stands', schema: schemaRef('CustomerPage') })
   @ApiProblemResponses()
   list(
     @CurrentPrincipal() principal: Principal,

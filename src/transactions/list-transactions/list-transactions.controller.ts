@@ -5,6 +5,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Authorize, CurrentPrincipal } from '../../auth/authorize.decorator.js';
 import type { Principal } from '../../auth/scopes.js';
 import { ApiProblemResponses } from '../../common/api-problem-responses.js';
+import { schemaRef } from '../../common/openapi-document.js';
 import type { Page } from '../../common/paging.js';
 import { transactionPageSchema, type TransactionView } from '../transaction.schema.js';
 import { ListTransactionChangesQuery } from '../list-transaction-changes/list-transaction-changes.query.js';
@@ -24,7 +25,7 @@ export class ListTransactionsController {
     summary: 'List transactions',
     description: 'Ordered by transaction date, then transactionId; with changedAfter, the change feed in change order (docs/change-feed.md).',
   })
-  @ApiOkResponse({ schema: transactionPageSchema as object })
+  @ApiOkResponse({ description: 'One page of rows and where it stands', schema: schemaRef('TransactionPage') })
   @ApiProblemResponses()
   list(@CurrentPrincipal() principal: Principal, @Query() query: ListTransactionsRequest): Promise<Page<TransactionView>> {
     const request = parseListTransactionsRequest(query as unknown as Record<string, unknown>);

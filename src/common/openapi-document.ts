@@ -1,0 +1,65 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { readFileSync } from 'node:fs';
+import { customerSummarySchema } from '../customers/customer.schema.js';
+import { transactionSchema } from '../transactions/transaction.schema.js';
+import { webhookPayloads } from '../webhooks/webhook-payloads.schema.js';
+import { problemSchema } from './api-problem-responses.js';
+import { pagingSchema } from './paging.js';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+/**
+ * Named schemas a generated client gets types for. The routes' own JSON schemas (which also drive
+ * fastify's serialisation) stay inline there; the document points at these.
+ */
+export const COMPONENT_SCHEMAS = {
+  CustomerSummary: customerSummarySchema,
+  Transaction: transactionSchema,
+  Paging: pagingSchema,
+  Problem: problemSchema,
+  CustomerPage: { type: 'object', required: ['rows', 'paging'], properties: { rows: { type: 'array', items: ref('CustomerSummary') }, paging: ref('Paging') } },
+  TransactionPage: { type: 'object', required: ['rows', 'paging'], properties: { rows: { type: 'array', items: ref('Transaction') }, paging: ref('Paging') } },
+} as const;
+export const schemaRef = ref;
+
+/** The OpenAPI 3.1 document served at /openapi.json. */
+export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setOpenAPIVersion('3.1.0')
+      .setTitle('Subscription records')
+      .setDescription('Customers and in-app purchase transactions per application, from store notifications.')
+      .setVersion(VERSION)
+      .setLicense('Apache-2.0', 'https://www.apache.org/licenses/LICENSE-2.0')
+      .addServer('/', 'This service')
+      .addBearerAuth(
+        { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A JWT naming the application (`app` claim) with the scopes the operation lists: customers:read, transactions:read' },
+        'bearer',
+      )
+      .addSecurity('pubsubOidc', { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The OIDC token a Pub/Sub push subscription puts on each message' })
+      .build(),
+  );
+  document.components = { ...document.components, schemas: { ...document.components?.schemas, ...(COMPONENT_SCHEMAS as unknown as Record<string, object>) } };
+  const apple = document.paths['/v2/notifications/apple/{appId}']?.post;
+  // Apple authenticates by signing the payload, not the request.
+  if (apple) apple.security = [];
+  const google = document.paths['/v2/notifications/google/{appId}']?.post;
+  if (google) google.security = [{ pubsubOidc: [] }];
+  (document as unknown as Record<string, unknown>).webhooks = webhookPayloads;
+  // A list sent as one parameter with literal commas (what the spec asks for), so Swagger UI's
+  // "Try it out" and generated clients send `alice,bob` rather than `alice%2Cbob` (one name).
+  const usernames = document.paths['/v2/customers']?.get?.parameters?.find((p) => 'name' in p && p.name === 'applicationUsername');
+  if (usernames && 'name' in usernames) {
+    Object.assign(usernames, {
+      style: 'form',
+      explode: false,
+      schema: { type: 'array', items: { type: 'string' }, maxItems: 1000 },
+      description: 'Usernames to look up (at most 1000): comma-separated, each URL-encoded on its own (a comma inside a name is %2C), or the parameter repeated. When given, skip and limit are ignored.',
+    });
+    delete (usernames as { example?: unknown }).example;
+  }
+  return document;
+}
