@@ -19,8 +19,54 @@ export const COMPONENT_SCHEMAS = {
   Transaction: transactionSchema,
   Paging: pagingSchema,
   Problem: problemSchema,
-  CustomerPage: { type: 'object', required: ['rows', 'paging'], properties: { rows: { type: 'array', items: ref('CustomerSummary') }, paging: ref('Paging') } },
-  TransactionPage: { type: 'object', required: ['rows', 'paging'], properties: { rows: { type: 'array', items: ref('Transaction') }, paging: ref('Paging') } },
+  CustomerPage: {
+    type: 'object',
+    required: ['rows', 'paging'],
+    properties: { rows: { type: 'array', items: ref('CustomerSummary') }, paging: ref('Paging') },
+    // from the example events (README, "Try it")
+    examples: [
+      {
+        rows: [
+          {
+            applicationUsername: 'alice',
+            customerInfo: { expirationDate: '2027-01-15T10:00:00.000Z', lastPurchaseDate: '2026-01-15T10:00:00.000Z', renewalIntent: 'Renew', activeSubscriber: true },
+            receiptIds: ['apple:r-alice'],
+          },
+          { applicationUsername: 'erin', customerInfo: {}, receiptIds: [] },
+        ],
+        paging: { skip: 0, limit: 2, total: 9 },
+      },
+    ],
+  },
+  TransactionPage: {
+    type: 'object',
+    required: ['rows', 'paging'],
+    properties: { rows: { type: 'array', items: ref('Transaction') }, paging: ref('Paging') },
+    examples: [
+      {
+        rows: [
+          {
+            transactionId: 'google:GPA.1111-2',
+            purchaseId: 'google:GPA.1111',
+            productId: 'google:pro_monthly',
+            platform: 'google',
+            receiptId: 'google:r-bob',
+            purchaseDate: '2026-08-01T09:00:00.000Z',
+            lastRenewalDate: '2026-09-08T09:00:00.000Z',
+            expirationDate: '2026-10-08T09:00:00.000Z',
+            renewalIntent: 'Lapse',
+            renewalIntentChangeDate: '2026-09-20T17:29:58.000Z',
+            amountUSD: 5.49,
+            priceUSD: 5.49,
+            amountMicros: 4990000,
+            priceMicros: 4990000,
+            currency: 'EUR',
+          },
+        ],
+        paging: { skip: 0, limit: 100, total: 1 },
+      },
+    ],
+  },
 } as const;
 export const schemaRef = ref;
 
