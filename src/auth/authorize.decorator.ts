@@ -19,7 +19,7 @@ const REQUIRED_SCOPE = 'required_scope';
 /** 401 for every way a token can be absent or unverifiable, with the reason as the code. */
 @Injectable()
 export class JwtAuthGuard extends AuthGuard('jwt') {
-  override handleRequest<T>(err: unknown, user: T, info: unknown): T {
+  override handleRequest<T>(err: unknown, user: T, info: unknown, context: ExecutionContext): T {
     if (user && !err) return user;
     if (err instanceof AuthError) throw err;
     if (info instanceof Error && info.name === 'TokenExpiredError') {
@@ -29,8 +29,32 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
     if (message === 'No auth token') {
       throw new AuthError(ErrorCode.TokenMissing, 'Send a bearer token in the Authorization header.');
     }
-    throw new AuthError(ErrorCode.TokenInvalid, `The bearer token was rejected${message ? `: ${message}` : ''}.`);
+    const authorization = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers.authorization ?? '';
+    const malformed = describeMalformed(/^Bearer\s+(\S*)/i.exec(authorization)?.[1] ?? '');
+    throw new AuthError(ErrorCode.TokenInvalid, malformed ?? `The bearer token was rejected${message ? `: ${message}` : ''}.`);
   }
+}
+
+/**
+ * What is wrong with a token that is not a verifiable JWT at all, in the caller's terms (the JWT
+ * library's own words, "jwt malformed" or an unknown algorithm, do not say what to fix).
+ */
+export function describeMalformed(token: string): string | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]*$/.test(p)) || !parts[0] || !parts[1]) {
+    return 'The bearer token is not a JWT: expected three base64url parts, header.payload.signature.';
+  }
+  let header: { alg?: unknown };
+  try {
+    header = JSON.parse(Buffer.from(parts[0], 'base64url').toString('utf8')) as { alg?: unknown };
+  } catch {
+    return 'The bearer token is not a JWT: its header is not base64url-encoded JSON.';
+  }
+  if (typeof header.alg !== 'string' || header.alg === 'none' || !['HS256', 'RS256', 'ES256'].includes(header.alg)) {
+    return `The bearer token is signed with ${JSON.stringify(header.alg ?? null)}; tokens must be signed with HS256 (JWT_SECRET) or RS256/ES256 (JWT_JWKS_URI).`;
+  }
+  if (!parts[2]) return 'The bearer token has no signature.';
+  return undefined;
 }
 
 /** 403 when a valid token does not name an application or lacks the route's scope. */

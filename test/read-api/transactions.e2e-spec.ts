@@ -147,8 +147,13 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
       const expired = jwt.sign({ app: 'app-1', scope: 'transactions:read', exp: Math.floor(Date.now() / 1000) - 10 }, TEST_SECRET);
       expect((await api.get('/v2/transactions', expired)).body).toMatchObject({ status: 401, code: 'token_expired' });
     });
-    it('401 for garbage', async () => {
-      expect((await api.get('/v2/transactions', 'not.a.jwt')).body).toMatchObject({ status: 401, code: 'token_invalid' });
+    it('401 for garbage, saying what is wrong with the token', async () => {
+      expect((await api.get('/v2/transactions', 'not.a.jwt')).body).toMatchObject({ status: 401, code: 'token_invalid', detail: 'The bearer token is not a JWT: its header is not base64url-encoded JSON.' });
+      expect((await api.get('/v2/transactions', 'garbage')).body).toMatchObject({ detail: 'The bearer token is not a JWT: expected three base64url parts, header.payload.signature.' });
+      const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"app":"app-1"}').toString('base64url')}.`;
+      expect((await api.get('/v2/transactions', none)).body.detail).toBe('The bearer token is signed with "none"; tokens must be signed with HS256 (JWT_SECRET) or RS256/ES256 (JWT_JWKS_URI).');
+      const wrongKey = jwt.sign({ app: 'app-1', scope: 'transactions:read' }, 'another-secret-that-is-long-enough-for-hs256', { expiresIn: 60 });
+      expect((await api.get('/v2/transactions', wrongKey)).body).toMatchObject({ code: 'token_invalid', detail: 'The bearer token was rejected: invalid signature.' });
     });
     it('403 insufficient_scope when the scope is missing', async () => {
       const res = await api.get('/v2/transactions', api.token('app-1', ['customers:read']));
