@@ -1,8 +1,8 @@
+import { createProgress } from '../common/progress.js';
 import { refuseExtraArguments } from './usage-error.js';
 import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Inject } from '@nestjs/common';
-import { SingleBar, Presets } from 'cli-progress';
 import { Command, CommandRunner } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { decodeEvent } from '../events/decode-event.js';
@@ -33,8 +33,8 @@ export class PublishCommand extends CommandRunner {
     const fromStdin = file === '-';
     const size = fromStdin ? undefined : statSync(file).size;
     const input = fromStdin ? process.stdin : createReadStream(file);
-    const bar = process.stderr.isTTY ? new SingleBar({ format: 'publishing [{bar}] {percentage}% | {value}/{total} bytes | {sent} sent, {refused} refused', stream: process.stderr }, Presets.shades_classic) : undefined;
-    bar?.start(size ?? 0, 0, { sent: 0, refused: 0 });
+    // Events sent, their rate, and (for a file) the share read and an ETA; plain lines on a pipe.
+    const progress = createProgress({ label: 'publish', unit: 'events' });
 
     let sink: EventSink | undefined;
     let lineNo = 0;
@@ -50,9 +50,8 @@ export class PublishCommand extends CommandRunner {
     let pendingBytes = 0;
     const refuse = (line: number, code: string, reason: string) => {
       refused++;
-      bar?.stop();
+      progress.stop();
       process.stderr.write(`line ${line}: refused (${code}): ${reason}\n`);
-      bar?.start(size ?? 0, bytes, { sent, refused });
     };
     const send = async (batch: typeof pending) => {
       await sink!.send(batch.map(({ key, value }) => ({ key, value })));
@@ -107,11 +106,11 @@ export class PublishCommand extends CommandRunner {
         pending.push({ line: lineNo, key, value: Buffer.from(line) });
         pendingBytes += lineBytes;
         if (pending.length >= CHUNK) await flush();
-        bar?.update(size === undefined ? 0 : bytes, { sent: sent + pending.length, refused });
+        progress.update({ done: sent + pending.length, fraction: size ? Math.min(1, bytes / size) : undefined, detail: `${refused} refused` });
       }
       await flush();
     } finally {
-      bar?.stop();
+      progress.stop();
       await sink?.close();
     }
     const target = this.config.kafka ? `Kafka topic ${this.config.kafka.topic}` : `embedded event log (${this.config.eventLogTopic})`;

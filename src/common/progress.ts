@@ -1,0 +1,81 @@
+import { SingleBar } from 'cli-progress';
+
+/** Items per second over the last ten seconds of samples. */
+export class SlidingRate {
+  private samples: { at: number; done: number }[] = [];
+  update(done: number, now = Date.now()): number {
+    this.samples.push({ at: now, done });
+    while (this.samples.length > 2 && now - this.samples[0].at > 10_000) this.samples.shift();
+    const first = this.samples[0];
+    const seconds = (now - first.at) / 1000;
+    return seconds > 0 ? (done - first.done) / seconds : 0;
+  }
+}
+
+/** "42 s", "3 min 5 s", "1 h 2 min"; "-" while there is no rate to go by. */
+export function formatEta(seconds: number | undefined): string {
+  if (seconds === undefined || !Number.isFinite(seconds) || seconds < 0) return '-';
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+export type ProgressUpdate = {
+  /** Items done so far (events). */
+  done: number;
+  /** Share of the work done (0..1), when known; it drives the bar and the ETA. */
+  fraction?: number;
+  /** Anything else worth showing (refused lines, partition positions). */
+  detail?: string;
+};
+
+export type Progress = { update(u: ProgressUpdate): void; stop(): void };
+
+/**
+ * Count, rate and ETA: a bar on a terminal, a plain line every `everyMs` otherwise (pipes, files,
+ * CI logs), so progress is readable wherever stderr goes.
+ */
+export function createProgress(o: { label: string; unit: string; tty?: boolean; everyMs?: number; write?: (line: string) => void }): Progress {
+  const tty = o.tty ?? process.stderr.isTTY === true;
+  const write = o.write ?? ((line: string) => process.stderr.write(line));
+  const rate = new SlidingRate();
+  const started = Date.now();
+  const eta = (u: ProgressUpdate) => {
+    if (u.fraction === undefined || u.fraction <= 0) return undefined;
+    if (u.fraction >= 1) return 0;
+    return ((Date.now() - started) / 1000) * ((1 - u.fraction) / u.fraction);
+  };
+  if (tty) {
+    const bar = new SingleBar({
+      format: `${o.label} [{bar}] {pct} | {count} ${o.unit} | {rate} ${o.unit}/s | ETA {eta} | {detail}`,
+      stream: process.stderr,
+      hideCursor: true,
+    });
+    let running = false;
+    return {
+      update(u) {
+        const payload = { pct: u.fraction === undefined ? '-' : `${Math.floor(u.fraction * 100)}%`, count: u.done, rate: Math.round(rate.update(u.done)), eta: formatEta(eta(u)), detail: u.detail ?? '' };
+        if (!running) bar.start(1000, 0, payload);
+        running = true;
+        bar.update(Math.round((u.fraction ?? 0) * 1000), payload);
+      },
+      stop: () => {
+        if (running) bar.stop();
+        running = false;
+      },
+    };
+  }
+  const everyMs = o.everyMs ?? 5_000;
+  let last = started;
+  return {
+    update(u) {
+      const r = rate.update(u.done);
+      if (Date.now() - last < everyMs) return;
+      last = Date.now();
+      const pct = u.fraction === undefined ? '' : `, ${Math.floor(u.fraction * 100)}%`;
+      write(`${new Date().toISOString()} ${o.label}: ${u.done} ${o.unit}${pct}, ${Math.round(r)} ${o.unit}/s, ETA ${formatEta(eta(u))}${u.detail ? `, ${u.detail}` : ''}\n`);
+    },
+    stop: () => undefined,
+  };
+}
