@@ -19,7 +19,9 @@ type Queued = { position: bigint; type: WebhookEventType; orderKey: string; data
 export async function queueChanges(db: DataSource, now: () => Date, pageSize = 200): Promise<number> {
   const endpoints = (await db.query(webhooksSql.activeEndpoints)) as { id: string }[];
   let queued = 0;
-  for (const { id } of endpoints) queued += await db.transaction((m) => queueForEndpoint(m, id, now, pageSize));
+  // One snapshot for both feed reads: read in two, a batch committing in between would show its
+  // transactions without the customer summary it changed, and they would be queued out of order.
+  for (const { id } of endpoints) queued += await db.transaction('REPEATABLE READ', (m) => queueForEndpoint(m, id, now, pageSize));
   return queued;
 }
 
