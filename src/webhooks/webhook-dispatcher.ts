@@ -7,6 +7,16 @@ import { METRICS } from '../metrics/metrics.module.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { queueChanges } from './queue-changes.js';
 import { WebhookSender } from './send-deliveries.js';
+import { webhooksSql } from './webhooks.sql.js';
+
+const PRUNE_EVERY_MS = 10 * 60_000;
+export const KEEP_DELIVERED_MS = 7 * 86_400_000;
+export const KEEP_FAILED_MS = 30 * 86_400_000;
+
+/** Drops delivered deliveries after a week and failed ones after a month (docs/change-feed.md). */
+export async function pruneDeliveries(db: DataSource): Promise<void> {
+  await db.query(webhooksSql.prune, [KEEP_DELIVERED_MS, KEEP_FAILED_MS]);
+}
 
 /**
  * Runs in every service instance with WEBHOOK_DELIVERY_ENABLED: queues what the change feed shows
@@ -20,6 +30,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
   private loop?: Promise<void>;
   private wake?: () => void;
   private failing = false;
+  private prunedAt = 0;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -49,6 +60,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
       try {
         const queued = await queueChanges(this.db, () => this.clock.now());
         const claimed = await this.sender.sendDue();
+        if (Date.now() - this.prunedAt > PRUNE_EVERY_MS) {
+          await pruneDeliveries(this.db);
+          this.prunedAt = Date.now();
+        }
         busy = queued > 0 || claimed > 0;
         if (this.failing) this.logger.log('webhook delivery resumed');
         this.failing = false;

@@ -74,6 +74,17 @@ export const webhooksSql = {
     FROM d WHERE e.id = d.endpoint_id
     RETURNING d.status, e.disabled_at IS NOT NULL AS disabled`,
 
+  /**
+   * Deliveries kept for `webhooks deliveries` and redelivery: delivered ones for $1 ms, failed ones
+   * for $2 ms; older ones go, a bounded number per call so a large backlog never makes a long lock.
+   */
+  prune: `
+    DELETE FROM public.webhook_deliveries WHERE id IN (
+      SELECT id FROM public.webhook_deliveries
+      WHERE (status = 'delivered' AND delivered_at < now() - $1 * interval '1 millisecond')
+         OR (status = 'failed' AND last_attempt_at < now() - $2 * interval '1 millisecond')
+      LIMIT 10000)`,
+
   /** Age of the oldest pending delivery per application (metrics). */
   oldestPending: `
     SELECT e.app_id, extract(epoch FROM now() - min(d.created_at))::float8 AS age

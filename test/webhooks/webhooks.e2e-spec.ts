@@ -7,6 +7,7 @@ import { linkEvent, project, txEvent } from '../utils/events.js';
 import { runCli, startService } from '../utils/processes.js';
 import { startReceiver, type Received } from '../utils/webhook-receiver.js';
 import { addEndpoint } from '../../src/webhooks/webhook-endpoints.js';
+import { pruneDeliveries } from '../../src/webhooks/webhook-dispatcher.js';
 
 jest.setTimeout(180_000);
 
@@ -212,6 +213,25 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
       const rows = await db.dataSource.query(`SELECT status, count(*)::int AS n FROM public.webhook_deliveries GROUP BY 1`);
       expect(rows).toEqual([{ status: 'delivered', n: 4 }]);
     }, 30_000);
+  });
+
+  it('deletes delivered deliveries after a week and failed ones after a month, keeping the rest', async () => {
+    const api = await app({ WEBHOOK_DELIVERY_ENABLED: 'false' });
+    const { id } = await addEndpoint(db.dataSource, api.config.webhooks, { appId: 'app-1', url: 'http://127.0.0.1:9/x' });
+    const row = (status: string, ageDays: number) =>
+      db.dataSource.query(
+        `INSERT INTO public.webhook_deliveries (endpoint_id, event_type, order_key, payload, status, delivered_at, last_attempt_at)
+         VALUES ($1, 'customer.updated', $2, '{}', $3, CASE WHEN $3 = 'delivered' THEN now() - $4 * interval '1 day' END, now() - $4 * interval '1 day')`,
+        [id, `k-${status}-${ageDays}`, status, ageDays],
+      );
+    await row('delivered', 8);
+    await row('delivered', 6);
+    await row('failed', 31);
+    await row('failed', 29);
+    await row('pending', 60);
+    await pruneDeliveries(db.dataSource);
+    const left = await db.dataSource.query(`SELECT order_key FROM public.webhook_deliveries ORDER BY order_key`);
+    expect(left.map((r: { order_key: string }) => r.order_key)).toEqual(['k-delivered-6', 'k-failed-29', 'k-pending-60']);
   });
 
   it('rotate-secret: messages carry signatures with both the new and the previous secret', async () => {
