@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { PACKAGE_VERSION } from '../common/package-version.js';
 import type { ConsumerHealth, ConsumerState } from '../health/consumer-status.js';
 
 /** Every metric name starts with this, so the service's series are found and kept apart from others. */
 export const PREFIX = 'subscription_records_';
-const BUILD_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const CONSUMER_STATES: ConsumerState[] = ['connecting', 'running', 'retrying', 'blocked', 'crashed', 'stopped'];
 
@@ -89,7 +88,7 @@ export class Metrics {
       help: 'Always 1; the labels say which build and runtime serve',
       labelNames: ['version', 'node_version'] as const,
       registers: [this.registry],
-    }).set({ version: BUILD_VERSION, node_version: process.version }, 1);
+    }).set({ version: PACKAGE_VERSION, node_version: process.version }, 1);
     // One lag reading per scrape feeds both gauges.
     let lagReading: Promise<{ lags: { topic: string; partition: number; lag: number }[]; stale: boolean }> | undefined;
     const readLag = () => (lagReading ??= collectors.lag().catch(() => ({ lags: [], stale: true })).finally(() => setTimeout(() => (lagReading = undefined), 100)));

@@ -8,9 +8,6 @@ import { linkEvent, project, txEvent } from '../utils/events.js';
 
 jest.setTimeout(180_000);
 
-const drain = drainFeed;
-const everything = listAll;
-
 describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
   let db: TestDatabase;
   let api: TestApp;
@@ -43,7 +40,7 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
     expect(empty.body.paging.next).toBe(second.body.paging.next);
 
     const customers = new Map<string, Row>();
-    await drain(api, token, 'customers', '0', customers);
+    await drainFeed(api, token, 'customers', '0', customers);
     expect([...customers.keys()].sort()).toEqual(['alice', 'bob']);
   });
 
@@ -53,8 +50,8 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
       txEvent({ time: '2024-01-02T00:00:00Z', data: { transactionId: 'apple:new', purchaseDate: '2024-01-02T00:00:00Z', applicationUsername: 'bob' } }),
     ]);
     const seen = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
-    let txCursor = await drain(api, token, 'transactions', '0', seen.transactions);
-    let customerCursor = await drain(api, token, 'customers', '0', seen.customers);
+    let txCursor = await drainFeed(api, token, 'transactions', '0', seen.transactions);
+    let customerCursor = await drainFeed(api, token, 'customers', '0', seen.customers);
     expect(seen.customers.get('alice')).toMatchObject({ customerInfo: { activeSubscriber: true } });
 
     // The same snapshot again under a new event id: merged, nothing shown changes.
@@ -62,8 +59,8 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
       txEvent({ id: 'again', time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:old', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice' } }),
     ]);
     const after = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
-    txCursor = await drain(api, token, 'transactions', txCursor, after.transactions);
-    customerCursor = await drain(api, token, 'customers', customerCursor, after.customers);
+    txCursor = await drainFeed(api, token, 'transactions', txCursor, after.transactions);
+    customerCursor = await drainFeed(api, token, 'customers', customerCursor, after.customers);
     expect(after.transactions.size + after.customers.size).toBe(0);
 
     await project(db.dataSource, [
@@ -72,8 +69,8 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
         data: { transactionId: 'apple:old', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice', isExpired: true, cancelationReason: 'Customer', revocationDate: '2024-02-01T00:00:00Z' },
       }),
     ]);
-    await drain(api, token, 'transactions', txCursor, after.transactions);
-    await drain(api, token, 'customers', customerCursor, after.customers);
+    await drainFeed(api, token, 'transactions', txCursor, after.transactions);
+    await drainFeed(api, token, 'customers', customerCursor, after.customers);
     expect([...after.transactions.keys()]).toEqual(['apple:old']);
     expect(after.transactions.get('apple:old')).toMatchObject({ revocationDate: '2024-02-01T00:00:00.000Z' });
     expect([...after.customers.keys()]).toEqual(['alice']);
@@ -84,10 +81,10 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
     await project(db.dataSource, [
       txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:t', receiptId: 'apple:r', purchaseDate: '2024-01-01T00:00:00Z', applicationUsername: 'alice' } }),
     ]);
-    const cursor = await drain(api, token, 'customers', '0', new Map());
+    const cursor = await drainFeed(api, token, 'customers', '0', new Map());
     await project(db.dataSource, [linkEvent({ time: '2024-01-05T00:00:00Z', receiptId: 'apple:r', user: 'bob' })]);
     const moved = new Map<string, Row>();
-    await drain(api, token, 'customers', cursor, moved);
+    await drainFeed(api, token, 'customers', cursor, moved);
     expect([...moved.keys()].sort()).toEqual(['alice', 'bob']);
     expect(moved.get('alice')).toMatchObject({ receiptIds: [] });
     expect(moved.get('bob')).toMatchObject({ receiptIds: ['apple:r'] });
@@ -129,11 +126,11 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
     });
     // The later batch has committed, but a row ordered before it may still commit: nothing yet.
     const received = new Map<string, Row>();
-    let cursor = await drain(api, token, 'transactions', '0', received);
+    let cursor = await drainFeed(api, token, 'transactions', '0', received);
     expect([...received.keys()]).toEqual([]);
     release();
     await held;
-    cursor = await drain(api, token, 'transactions', cursor, received);
+    cursor = await drainFeed(api, token, 'transactions', cursor, received);
     expect([...received.keys()].sort()).toEqual(['apple:held', 'apple:later']);
   });
 
@@ -163,8 +160,8 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
         let polling = true;
         const poller = (async () => {
           while (polling) {
-            cursors.customers = await drain(api, appToken, 'customers', cursors.customers, seen.customers, 3);
-            cursors.transactions = await drain(api, appToken, 'transactions', cursors.transactions, seen.transactions, 3);
+            cursors.customers = await drainFeed(api, appToken, 'customers', cursors.customers, seen.customers, 3);
+            cursors.transactions = await drainFeed(api, appToken, 'transactions', cursors.transactions, seen.transactions, 3);
           }
         })();
         steps.forEach((s, i) => {
@@ -195,10 +192,10 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
         await Promise.all(partitions);
         polling = false;
         await poller;
-        cursors.customers = await drain(api, appToken, 'customers', cursors.customers, seen.customers);
-        cursors.transactions = await drain(api, appToken, 'transactions', cursors.transactions, seen.transactions);
-        expect(seen.transactions).toEqual(await everything(api, appToken, 'transactions'));
-        expect(seen.customers).toEqual(await everything(api, appToken, 'customers'));
+        cursors.customers = await drainFeed(api, appToken, 'customers', cursors.customers, seen.customers);
+        cursors.transactions = await drainFeed(api, appToken, 'transactions', cursors.transactions, seen.transactions);
+        expect(seen.transactions).toEqual(await listAll(api, appToken, 'transactions'));
+        expect(seen.customers).toEqual(await listAll(api, appToken, 'customers'));
       }),
       { numRuns: Number(process.env.FEED_RUNS ?? 15), seed: process.env.FEED_SEED ? Number(process.env.FEED_SEED) : undefined },
     );

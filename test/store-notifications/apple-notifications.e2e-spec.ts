@@ -6,8 +6,8 @@ import path from 'node:path';
 import type { Clock } from '../../src/common/clock.js';
 import { createAppleTestCa, signAppleJws, type AppleTestCa } from '../../src/store-notifications/apple/apple-test-ca.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
+import { embeddedLogCaughtUp } from '../utils/events.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
-import { expectEventually } from '../utils/expect-eventually.js';
 import { runCli, writeTempFile } from '../utils/processes.js';
 
 jest.setTimeout(120_000);
@@ -84,13 +84,7 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
       body: (await r.json()) as any,
     }));
   const logSize = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log`))[0].n);
-  const caughtUp = () =>
-    expectEventually(async () => {
-      const [{ behind }] = await db.dataSource.query(
-        `SELECT (SELECT coalesce(max("offset") + 1, 0) FROM public.event_log) - coalesce((SELECT sum(next_offset) FROM read_model.projection_offsets), 0) AS behind`,
-      );
-      expect(Number(behind)).toBe(0);
-    });
+  const caughtUp = () => embeddedLogCaughtUp(db.dataSource);
   const customer = async (user: string) => (await api.get(`/v2/customers?applicationUsername=${user}`, token)).body.rows[0];
   const transaction = async (id: string) => ((await api.get('/v2/transactions?limit=1000', token)).body.rows as Tx[]).find((t) => t.transactionId === id);
   const send = async (...bodies: ReturnType<typeof notification>[]) => {

@@ -1,8 +1,8 @@
 import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { startTestApp, type TestApp } from '../utils/app.js';
+import { embeddedLogCaughtUp } from '../utils/events.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
-import { expectEventually } from '../utils/expect-eventually.js';
 import { startGooglePlayMock } from '../utils/google-play-mock.js';
 import { writeTempFile } from '../utils/processes.js';
 
@@ -89,13 +89,7 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
   };
   const subNotification = (type: number, purchaseToken: string) => ({ subscriptionNotification: { version: '1.0', notificationType: type, purchaseToken, subscriptionId: 'pro_monthly' } });
   const logSize = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log`))[0].n);
-  const caughtUp = () =>
-    expectEventually(async () => {
-      const [{ behind }] = await db.dataSource.query(
-        `SELECT (SELECT coalesce(max("offset") + 1, 0) FROM public.event_log) - coalesce((SELECT sum(next_offset) FROM read_model.projection_offsets), 0) AS behind`,
-      );
-      expect(Number(behind)).toBe(0);
-    });
+  const caughtUp = () => embeddedLogCaughtUp(db.dataSource);
   const published = async (notification: object, o: Parameters<typeof push>[1] = {}) => {
     const res = await push(notification, o);
     expect(res).toMatchObject({ status: 200, body: { status: 'published' } });

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { applyBatch, type BatchOutcome } from '../../src/projection/apply-batch.js';
+import { expectEventually } from './expect-eventually.js';
 
 export type TxData = Record<string, unknown> & { transactionId: string };
 
@@ -52,5 +53,15 @@ export async function project(db: DataSource, events: unknown[], topic = 'fixtur
       key: null,
       value: Buffer.from(typeof e === 'string' ? e : JSON.stringify(e)),
     })),
+  });
+}
+
+/** Waits until the live consumer has projected everything in the embedded event log, every topic. */
+export async function embeddedLogCaughtUp(db: DataSource): Promise<void> {
+  await expectEventually(async () => {
+    const [{ behind }] = await db.query(
+      `SELECT (SELECT coalesce(max("offset") + 1, 0) FROM public.event_log) - coalesce((SELECT sum(next_offset) FROM read_model.projection_offsets), 0) AS behind`,
+    );
+    expect(Number(behind)).toBe(0);
   });
 }
