@@ -1,10 +1,10 @@
 // Time per projection statement, for comparing two checkouts on identical events:
-//   node bench/profile-projection.mjs <checkout dir, built> <scratch database name>
-// Generates 60k events with this checkout's generator (seed 42), drops and creates the database on
+//   node bench/profile-projection.mjs <checkout dir, built> <scratch database name> [events, default 60000]
+// Generates the events with this checkout's generator (seed 42), drops and creates the database on
 // the PostgreSQL at 127.0.0.1:5432 (PROFILE_ADMIN_URL to choose another), migrates it with the given
 // checkout, and applies the events in 3000-event batches through that checkout's applyBatch.
 const { default: pg } = await import(new URL('../node_modules/pg/lib/index.js', import.meta.url).href);
-const [repoArg, dbname] = process.argv.slice(2);
+const [repoArg, dbname, count = '60000'] = process.argv.slice(2);
 const repo = (await import('node:path')).resolve(repoArg);
 const ADMIN = process.env.PROFILE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const { DataSource, EntityManager } = await import(`${repo}/node_modules/typeorm/index.js`);
@@ -19,7 +19,7 @@ await admin.query(`CREATE DATABASE ${dbname}`);
 await admin.end();
 const ds = await new DataSource(dataSourceOptions(Object.assign(new URL(ADMIN), { pathname: `/${dbname}` }).toString(), { poolSize: 4 })).initialize();
 await runMigrations(ds);
-const values = [...generateEvents({ seed: 42, events: 60000 })].map((e) => Buffer.from(JSON.stringify(e)));
+const values = [...generateEvents({ seed: 42, events: Number(count) })].map((e) => Buffer.from(JSON.stringify(e)));
 const times = new Map();
 
 const orig = EntityManager.prototype.query;
@@ -31,7 +31,14 @@ EntityManager.prototype.query = async function (sql, params) {
   }
 };
 const t0 = performance.now();
+// the rate per tenth of the run shows whether the cost per event grows with the tables
+const window = Math.max(3000, Math.round(values.length / 10 / 3000) * 3000);
+let w0 = t0;
 for (let i = 0; i < values.length; i += 3000) {
+  if (i > 0 && i % window === 0) {
+    console.log(`  events ${i - window}-${i}: ${Math.round(window / ((performance.now() - w0) / 1000))} ev/s`);
+    w0 = performance.now();
+  }
   await applyBatch(ds, { topic: 't', partition: 0, messages: values.slice(i, i + 3000).map((value, j) => ({ offset: String(i + j), key: null, value, timestamp: String(Date.now()) })) });
 }
 const total = performance.now() - t0;

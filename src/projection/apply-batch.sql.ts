@@ -109,14 +109,19 @@ export const sql = (schema: string) => ({
 
   /** Every customer row the batch changes, locked once and in key order. */
   lockCustomers: `
-    SELECT c.app_id, c.application_username, c.first_seen_at FROM ${schema}.customers c
+    SELECT c.app_id, c.application_username, ${iso('c.first_seen_at')} AS first_seen_at FROM ${schema}.customers c
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, name) ON c.app_id = k.app_id AND c.application_username = k.name
     ORDER BY c.app_id, c.application_username FOR UPDATE OF c`,
 
+  /**
+   * Customers seen earlier than stored (decided by the caller from the locked rows). The join is on
+   * the key alone: with the time comparison in SQL the planner walked customers_page_idx over every
+   * later customer of the app for each key (bench/notes.md, projection at 1M).
+   */
   lowerFirstSeen: `
     UPDATE ${schema}.customers c SET first_seen_at = k.first_seen_at
     FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS k(app_id, name, first_seen_at)
-    WHERE c.app_id = k.app_id AND c.application_username = k.name AND k.first_seen_at < c.first_seen_at`,
+    WHERE c.app_id = k.app_id AND c.application_username = k.name`,
 
   addDayCounts: (table: 'transaction_day_counts' | 'customer_day_counts') => `
     INSERT INTO ${schema}.${table} AS d (app_id, day, n)

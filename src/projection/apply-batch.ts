@@ -82,7 +82,11 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     // The offsets of record commit with the rows, so a commit lost in a PostgreSQL crash is simply
     // re-projected from the log on restart: durability of each batch's commit is not needed.
     // The API's statement_timeout does not bound a batch: a slow batch is retried whole anyway.
-    await m.query('SET LOCAL synchronous_commit = off; SET LOCAL statement_timeout = 0');
+    // Every statement of a batch looks up at most a few thousand keys: index lookups whatever the
+    // table statistics say. Left to the planner, a table never analysed (autovacuum off) or a batch
+    // touching many pages gets a hash join over a full scan, whose cost grows with the table, and
+    // past jit_above_cost a JIT compilation per statement (bench/notes.md, projection at 1M).
+    await m.query('SET LOCAL synchronous_commit = off; SET LOCAL statement_timeout = 0; SET LOCAL enable_seqscan = off; SET LOCAL jit = off');
     // Before any table name is resolved: after a generation switch, names bind to the new schema.
     if (liveLock) await m.query('SELECT pg_advisory_xact_lock_shared($1)', [LIVE_PROJECTION_LOCK]);
     const [{ next_offset: stored }] = (await m.query(q.lockOffset, [batch.topic, batch.partition])) as { next_offset: string }[];
@@ -255,18 +259,24 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     const locked = (await m.query(q.lockCustomers, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as {
       app_id: string;
       application_username: string;
-      first_seen_at: Date;
+      first_seen_at: string;
     }[];
-    const before = new Map(locked.map((r) => [key2(r.app_id, r.application_username), utcDay(r.first_seen_at)]));
-    if (seen.length > 0) {
-      await m.query(q.lowerFirstSeen, args);
-      for (const c of seen) {
-        const k = key2(c.app_id, c.application_username);
-        const previousDay = isNew.has(k) ? undefined : before.get(k);
-        // first_seen_at only ever moves earlier (lowerFirstSeen)
-        const day = utcDay(c.first_seen_at);
-        customerDays.push({ app_id: c.app_id, key: k, day: previousDay !== undefined && previousDay < day ? previousDay : day, previousDay });
-      }
+    const before = new Map(locked.map((r) => [key2(r.app_id, r.application_username), r.first_seen_at]));
+    // first_seen_at only ever moves earlier
+    const lowered = seen.filter((c) => {
+      const k = key2(c.app_id, c.application_username);
+      const stored = before.get(k);
+      return !isNew.has(k) && stored !== undefined && c.first_seen_at < stored;
+    });
+    if (lowered.length > 0) {
+      await m.query(q.lowerFirstSeen, [lowered.map((c) => c.app_id), lowered.map((c) => c.application_username), lowered.map((c) => c.first_seen_at)]);
+    }
+    for (const c of seen) {
+      const k = key2(c.app_id, c.application_username);
+      const stored = before.get(k);
+      const previousDay = isNew.has(k) || stored === undefined ? undefined : utcDay(stored);
+      const day = utcDay(c.first_seen_at);
+      customerDays.push({ app_id: c.app_id, key: k, day: previousDay !== undefined && previousDay < day ? previousDay : day, previousDay });
     }
   }
 
