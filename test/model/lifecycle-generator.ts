@@ -37,7 +37,8 @@ export type PurchaseSpec = {
   steps: Step[];
 };
 export type CustomerSpec = { user: number; app: number; purchases: PurchaseSpec[] };
-export type HistorySpec = { customers: CustomerSpec[]; redeliver: number[] };
+/** reuseIds: [i, j] publishes event i again under event j's id (a producer reusing an id for other data). */
+export type HistorySpec = { customers: CustomerSpec[]; redeliver: number[]; reuseIds?: [number, number][] };
 
 const step = fc.constantFrom<Step>(
   'renew', 'renew', 'renew', 'refund', 'lapse', 'billing-retry', 'billing-retry-no-grace', 'recovered', 'expire-early',
@@ -63,6 +64,7 @@ export const historyArbitrary: fc.Arbitrary<HistorySpec> = fc.record({
   }),
   // indexes (mod the event count) of events delivered twice
   redeliver: fc.array(fc.nat(), { maxLength: 6 }),
+  reuseIds: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 3 }),
 });
 
 const iso = (t: number) => new Date(t).toISOString();
@@ -223,7 +225,9 @@ export function expandHistory(spec: HistorySpec, tag: string): RawEvent[] {
     });
   });
 
-  for (const i of spec.redeliver) if (events.length > 0) events.push(events[i % events.length]);
+  const count = events.length;
+  for (const i of spec.redeliver) if (count > 0) events.push(events[i % count]);
+  for (const [i, j] of spec.reuseIds ?? []) if (count > 0 && i % count !== j % count) events.push({ ...events[i % count], id: events[j % count].id });
   return events;
 }
 

@@ -64,7 +64,7 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
       offset = BigInt(outcome.nextOffset);
     }
 
-    const model = new ReferenceModel(events);
+    const model = new ReferenceModel(shuffled);
     const apps = [...new Set(events.map((e) => e.appid))];
     for (const now of NOW_INSTANTS) {
       clock.at = now;

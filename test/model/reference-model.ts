@@ -3,8 +3,8 @@
 // code with src/ (only the JSON it produces is compared), so a wrong rule in the service and a
 // wrong rule here would have to be wrong in the same way to go unnoticed.
 //
-// Events are the raw CloudEvents a producer publishes. The generator only repeats an id with the
-// same content (a redelivery), so "the first event with an id wins" needs no arrival order here.
+// Events are the raw CloudEvents a producer publishes, in the order the log holds them: of events
+// sharing an id (redeliveries, or an id reused for other data) the first one wins.
 
 export type RawEvent = {
   specversion: '1.0';
