@@ -11,6 +11,8 @@ export type ProjectionTarget = {
    * rebuild can raise the bounds while its consumer runs. Absent: unbounded.
    */
   bounds?: Map<number, bigint>;
+  /** Rebuild's bulk path: stage the decoded events instead of projecting them (ApplyOptions.stage). */
+  stage?: boolean;
 };
 
 export const LIVE_TARGET: ProjectionTarget = { schema: LIVE_SCHEMA };

@@ -7,6 +7,7 @@ import { refreshSummaries } from './customer-summaries.js';
 import { actionForReject } from './reject-policy.js';
 import { dayCountDeltas, utcDay } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
+import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
 
 export type LogMessage = {
   offset: string;
@@ -55,6 +56,12 @@ export type ApplyOptions = {
    * projector isolated by splitting a batch that PostgreSQL refused for its content.
    */
   refused?: ReadonlyMap<string, string>;
+  /**
+   * Rebuild's bulk path: append the decoded events to the generation's staging table instead of
+   * projecting them; a later fold (foldStaged) turns the staged log into rows. Offsets, gaps and
+   * dead letters are handled as on the live path.
+   */
+  stage?: boolean;
 };
 
 /** Identifies the message projected last in a partition, so a rewritten log is recognised on resume. */
@@ -100,6 +107,7 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     if (first > storedOffset && first > logStart) return { kind: 'gap', storedOffset: stored };
 
     const events: PurchaseEvent[] = [];
+    const staged: StagedEvent[] = [];
     const deadLetters: DeadLetter[] = [];
     for (const msg of fresh) {
       const refusal = options.refused?.get(msg.offset);
@@ -107,7 +115,10 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
         refusal !== undefined
           ? { ok: false, code: RejectCode.ProjectionFailed, reason: `PostgreSQL refused the event: ${refusal}` }
           : decodeEvent(msg.value, { receivedAt: msg.timestamp === undefined ? undefined : Number(msg.timestamp), maxFutureSkewMs: options.maxFutureSkewMs });
-      if (decoded.ok) events.push(decoded.event);
+      if (decoded.ok) {
+        if (options.stage) staged.push({ event: decoded.event, offset: msg.offset });
+        else events.push(decoded.event);
+      }
       else if (actionForReject(decoded.code) === 'dead-letter')
         deadLetters.push({
           topic: batch.topic,
@@ -122,14 +133,17 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
 
     const unique = firstOfEachId(events);
     let applied: PurchaseEvent[] = [];
-    if (unique.length > 0) {
+    // Staged events are de-duplicated by the fold, over the whole log at once.
+    if (options.stage) {
+      await stageEvents(m, schema, batch.partition, staged);
+      applied = staged.map((s) => s.event);
+    } else if (unique.length > 0) {
       const claimed = (await m.query(q.claimEvents, [unique.map((e) => e.appId), unique.map((e) => e.id)])) as { app_id: string; event_id: string }[];
       const isNew = new Set(claimed.map((c) => `${c.app_id}\u0000${c.event_id}`));
       applied = unique.filter((e) => isNew.has(`${e.appId}\u0000${e.id}`));
     }
 
-    const changes = projectEvents(applied);
-    await writeChanges(m, schema, changes);
+    if (!options.stage) await writeChanges(m, schema, projectEvents(applied));
     if (deadLetters.length > 0) {
       await m.query(q.insertDeadLetters, [
         batch.topic,

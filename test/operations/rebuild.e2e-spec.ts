@@ -133,11 +133,11 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
     expect([...customers.keys()]).toEqual([]);
   });
 
-  it('resumes a rebuild that was killed midway', async () => {
+  it('resumes a rebuild that was killed midway through staging the log', async () => {
     const killed = await runCli(['rebuild'], { ...env, FAILPOINTS: 'after-db-commit:4' });
     expect(killed.code).toBeNull(); // SIGKILL
     expect(await rebuilds()).toEqual([{ id: '1', kind: 'rebuild', status: 'running' }]);
-    const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model_next.processed_events`);
+    const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model_next.staged_events`);
     expect(n).toBeGreaterThan(0);
 
     await publish(toBuffers(scenarioEvents({ seed: 64, customers: 50, tag: 'between' })));
@@ -145,6 +145,22 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
     expect(resumed.stdout).toMatch(/rebuild #1 \(resumed\): switched to generation 2/);
     expect(resumed.code).toBe(0);
     expect(await rebuilds()).toEqual([{ id: '1', kind: 'rebuild', status: 'switched' }]);
+    await expectLiveEqualsFromScratch();
+  });
+
+  it.each([
+    ['inside the fold, before it commits', 'before-fold-commit:1', 1],
+    ['after the fold, before catching up', 'after-fold-commit:1', 0],
+  ])('resumes a rebuild that was killed %s', async (_, failpoints, staged) => {
+    const killed = await runCli(['rebuild'], { ...env, FAILPOINTS: failpoints });
+    expect(killed.code).toBeNull();
+    expect(await rebuilds()).toEqual([{ id: '1', kind: 'rebuild', status: 'running' }]);
+    // killed inside the fold: its transaction rolled back and the staged log is still there
+    expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'read_model_next' AND tablename = 'staged_events'`)).toEqual([{ n: staged }]);
+    await publish(toBuffers(scenarioEvents({ seed: 65, customers: 30, tag: 'after-fold' })));
+    const resumed = await runCli(['rebuild'], env);
+    expect(resumed.stdout).toMatch(/rebuild #1 \(resumed\): switched to generation 2/);
+    expect(resumed.code).toBe(0);
     await expectLiveEqualsFromScratch();
   });
 

@@ -105,7 +105,7 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
         }
         this.setStatus('running');
         if (messages.length > 0) {
-          await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping }, { schema });
+          await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping }, { schema, stage: this.target.stage });
           if (messages.length === limit) continue;
         }
         await this.idle();

@@ -310,6 +310,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     try {
       outcome = await this.projector.apply({ topic: batch.topic, partition: batch.partition, messages }, control, {
         schema: this.target.schema,
+        stage: this.target.stage,
         beforeCommit: (deadLetters) => this.publishDeadLetters(deadLetters),
       });
       failpoint('after-db-commit');

@@ -1,7 +1,7 @@
 import { createProgress, type Progress } from '../../common/progress.js';
 
 export type ProgressState = {
-  phase: 'replaying' | 'catching up' | 'switching' | 'verifying';
+  phase: 'staging' | 'folding' | 'replaying' | 'catching up' | 'switching' | 'verifying';
   done: bigint;
   total: bigint;
   positions: Map<number, bigint>;

@@ -14,6 +14,8 @@ import { Projector } from '../../ingestion/projector.js';
 import { LIVE_PROJECTION_LOCK } from '../../projection/apply-batch.js';
 import { readPositions } from '../../ingestion/positions/read-positions.js';
 import { FEED_TABLES, OLDEST_RUNNING, dropStampTriggerSql, installStampTriggerSql, stampSwitchedSql } from '../../change-feed/change-positions.sql.js';
+import { failpoint } from '../../common/failpoint.js';
+import { foldStaged, isStaging, prepareBulkLoad } from '../../projection/bulk/fold-staged.js';
 import { compareGenerations, type TableDifference } from './compare.js';
 import type { ProgressReporter } from './progress.js';
 import { REBUILD_LOCK, rebuildSql } from './rebuild.sql.js';
@@ -35,8 +37,9 @@ const SWITCH_WAIT_MS = 120_000;
 const sum = (o: Offsets) => [...o.values()].reduce((a, b) => a + b, 0n);
 
 /**
- * Builds a complete new generation of the read models from the start of the log with the live
- * projection code, next to the live one, then swaps it in atomically; or, for `verify`, builds a
+ * Builds a complete new generation of the read models from the start of the log next to the live
+ * one (bulk path: staged, folded, indexed; then the live projection code catches up), then swaps
+ * it in atomically; or, for `verify`, builds a
  * scratch generation and reports how the live one differs. One at a time (advisory lock).
  */
 export class Rebuilder {
@@ -78,6 +81,7 @@ export class Rebuilder {
 
       // verify never passes the live offsets, so both sides can be compared at the same positions
       const bounds: Offsets = kind === 'verify' ? await this.offsets('read_model') : new Map(target);
+      if (await isStaging(this.db, schema)) await this.bulkLoad(kind, schema, new Map(bounds));
       runner = await this.startRunner({ schema, groupId: `${this.config.kafka?.groupId ?? 'embedded'}.${kind}`, bounds });
 
       await this.waitFor(schema, target, 'replaying', bounds, kind === 'verify');
@@ -160,9 +164,34 @@ export class Rebuilder {
       for (const { table_name } of tables) await m.query(`CREATE TABLE ${schema}.${table_name} (LIKE read_model.${table_name} INCLUDING ALL)`);
       // LIKE copies no triggers: a rebuild keeps unchanged rows' positions, a verify needs none.
       for (const table of FEED_TABLES) await m.query(installStampTriggerSql(schema, table, kind === 'rebuild' ? 'generation' : 'scratch'));
+      await prepareBulkLoad(m, schema);
       const [{ mark }] = (await m.query(`SELECT ${OLDEST_RUNNING}::text AS mark`)) as { mark: string }[];
       return mark;
     });
+  }
+
+  /**
+   * The bulk path: stages every message up to `bounds` (the live path's consumers, offsets and dead
+   * letters, one unlogged append per batch), then folds the staged log into rows in one
+   * transaction. The live path then continues from `bounds` as for any generation.
+   */
+  private async bulkLoad(kind: RebuildKind, schema: string, bounds: Offsets): Promise<void> {
+    const runner = await this.startRunner({ schema, groupId: `${this.config.kafka?.groupId ?? 'embedded'}.${kind}`, bounds, stage: true });
+    try {
+      await this.waitFor(schema, bounds, 'staging', bounds);
+    } finally {
+      await runner.stop();
+    }
+    const started = Date.now();
+    const staged = await this.offsets(schema);
+    this.progress.update({ phase: 'folding', done: 0n, total: sum(staged), positions: staged });
+    await this.db.transaction(async (m) => {
+      await foldStaged(m, schema, kind === 'rebuild' ? 'generation' : 'scratch', (step) => this.logger.log({ msg: `folding the staged log: ${step}`, schema }));
+      failpoint('before-fold-commit');
+    });
+    failpoint('after-fold-commit');
+    this.progress.update({ phase: 'folding', done: sum(staged), total: sum(staged), positions: staged });
+    this.logger.log({ msg: `folded ${sum(staged)} staged messages into ${schema}`, seconds: (Date.now() - started) / 1000 });
   }
 
   private async startRunner(target: ProjectionTarget): Promise<Runner> {
@@ -213,7 +242,7 @@ export class Rebuilder {
   }
 
   /** Waits until the generation's offsets reach `goal` on every partition, reporting progress. */
-  private async waitFor(schema: string, goal: Offsets, phase: 'replaying' | 'catching up', bounds: Offsets, followLive = false): Promise<void> {
+  private async waitFor(schema: string, goal: Offsets, phase: 'staging' | 'replaying' | 'catching up', bounds: Offsets, followLive = false): Promise<void> {
     for (;;) {
       if (followLive) for (const [p, o] of await this.offsets('read_model')) bounds.set(p, o);
       const at = await this.offsets(schema);

@@ -1,0 +1,104 @@
+// The bulk path of a rebuild (docs/operations.md, "Rebuild"): the log is first staged, decoded, into
+// one unlogged table without indexes, then folded into the generation's tables by set-based
+// statements, with the secondary indexes built after the load. The fold applies the projection's
+// rules (src/projection/project-events.ts) to all events of a key at once: newest snapshot wins,
+// the earliest event dates a transaction, receipt.linked beats a username on a transaction.
+
+/** Shown and stored columns of a transaction row, the same list the fold copies from the winning snapshot. */
+const SNAPSHOT_COLUMNS = [
+  'receipt_id', 'purchase_id', 'product_id', 'platform', 'sandbox', 'purchase_date', 'last_renewal_date', 'renewal_date',
+  'expiration_date', 'renewal_intent', 'renewal_intent_change_date', 'cancelation_reason', 'is_pending', 'is_acknowledged',
+  'is_consumed', 'is_billing_retry_period', 'is_trial_period', 'is_intro_period', 'is_expired', 'price_consent_status',
+  'discount_id', 'quantity', 'amount_usd', 'amount_micros', 'currency', 'grace_period_expiration_date', 'revocation_date',
+  'is_upgraded', 'version_time', 'version_id',
+];
+
+export const STAGED_TABLE = 'staged_events';
+
+export const bulkSql = (schema: string) => ({
+  /**
+   * One row per staged event: a transaction.updated as its row image plus the username it names,
+   * a receipt.linked as (receipt, username). Unlogged: the generation is rebuilt from the log anyway.
+   */
+  createStaged: `
+    CREATE UNLOGGED TABLE ${schema}.${STAGED_TABLE} AS
+      SELECT *, NULL::"char" AS kind, NULL::text AS application_username, NULL::int AS log_partition, NULL::bigint AS log_offset
+      FROM ${schema}.transactions WITH NO DATA;
+    ALTER TABLE ${schema}.${STAGED_TABLE} DROP COLUMN change_position`,
+
+  staged: `SELECT to_regclass('${schema}.${STAGED_TABLE}') IS NOT NULL AS staged`,
+
+  stage: `
+    INSERT INTO ${schema}.${STAGED_TABLE}
+    SELECT * FROM json_populate_recordset(NULL::${schema}.${STAGED_TABLE}, $1::json)`,
+
+  /** Secondary indexes of the live tables, to drop from the generation before the load and build after it. */
+  secondaryIndexes: `
+    SELECT i.indexname, i.tablename, i.indexdef FROM pg_indexes i
+    WHERE i.schemaname = 'read_model' AND NOT EXISTS (
+      SELECT 1 FROM pg_index x WHERE x.indexrelid = ('read_model.' || quote_ident(i.indexname))::regclass AND x.indisprimary)
+    ORDER BY i.tablename, i.indexname`,
+  generationIndexes: `
+    SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name FROM pg_index x
+    JOIN pg_class c ON c.oid = x.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = '${schema}' AND NOT x.indisprimary`,
+
+  /**
+   * An event id is applied once (docs/events/README.md): of repeated ids the first in the log stays
+   * (lower partition first across partitions, as a live batch on it would have claimed it first).
+   * The kept ids become the generation's processed_events, so the live path continues from them.
+   */
+  dedupe: `
+    WITH ranked AS MATERIALIZED (
+      SELECT ctid AS row, app_id, version_id,
+             row_number() OVER (PARTITION BY app_id, version_id ORDER BY log_partition, log_offset) AS n
+      FROM ${schema}.${STAGED_TABLE}
+    ), claims AS (
+      INSERT INTO ${schema}.processed_events (app_id, event_id) SELECT app_id, version_id FROM ranked WHERE n = 1
+    )
+    DELETE FROM ${schema}.${STAGED_TABLE} s USING ranked r WHERE r.n > 1 AND s.ctid = r.row`,
+
+  /**
+   * Per transaction, the newest snapshot (time, then id in byte order) whole, dated by the earliest
+   * event's time when it carries no charge date. keepLivePositions (a rebuild, not a verify) keeps the live row's change
+   * position where the shown values are the same (a rebuild that changes nothing replays nothing).
+   */
+  foldTransactions: (keepLivePositions: boolean, shown: readonly string[]) => {
+    const row = (alias: string) => `(${shown.map((c) => `${alias}.${c}`).join(', ')})`;
+    return `
+    INSERT INTO ${schema}.transactions (app_id, transaction_id, ${SNAPSHOT_COLUMNS.join(', ')}, first_event_at, occurred_at, change_position)
+    SELECT w.app_id, w.transaction_id, ${SNAPSHOT_COLUMNS.map((c) => `w.${c}`).join(', ')}, w.first_event,
+           coalesce(w.last_renewal_date, w.renewal_date, w.purchase_date, w.first_event),
+           ${keepLivePositions ? `CASE WHEN ${row('w')} IS NOT DISTINCT FROM ${row('l')} THEN l.change_position END` : 'NULL'}
+    FROM (
+      SELECT DISTINCT ON (app_id, transaction_id) s.*,
+             min(s.version_time) OVER (PARTITION BY s.app_id, s.transaction_id) AS first_event
+      FROM ${schema}.${STAGED_TABLE} s WHERE s.kind = 't'
+      ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC
+    ) w
+    ${keepLivePositions ? `LEFT JOIN read_model.transactions l ON l.app_id = w.app_id AND l.transaction_id = w.transaction_id` : ''}`;
+  },
+
+  /** receipt.linked beats a transaction's username; among receipt.linked the newest, among the others the earliest. */
+  foldReceipts: `
+    INSERT INTO ${schema}.receipts (app_id, receipt_id, application_username, explicit, version_time, version_id)
+    SELECT DISTINCT ON (app_id, receipt_id) app_id, receipt_id, application_username, kind = 'l', version_time, version_id
+    FROM ${schema}.${STAGED_TABLE} WHERE application_username IS NOT NULL
+    ORDER BY app_id, receipt_id, kind = 'l' DESC,
+      CASE WHEN kind = 'l' THEN version_time END DESC, CASE WHEN kind = 'l' THEN version_id END COLLATE "C" DESC,
+      version_time, version_id COLLATE "C"`,
+
+  /** A customer is first seen at the earliest event naming them, whether or not its link won. */
+  foldCustomers: `
+    INSERT INTO ${schema}.customers (app_id, application_username, first_seen_at)
+    SELECT app_id, application_username, min(version_time) FROM ${schema}.${STAGED_TABLE}
+    WHERE application_username IS NOT NULL GROUP BY 1, 2`,
+
+  foldDayCounts: `
+    INSERT INTO ${schema}.transaction_day_counts (app_id, day, n)
+    SELECT app_id, (occurred_at AT TIME ZONE 'UTC')::date, count(*) FROM ${schema}.transactions GROUP BY 1, 2;
+    INSERT INTO ${schema}.customer_day_counts (app_id, day, n)
+    SELECT app_id, (first_seen_at AT TIME ZONE 'UTC')::date, count(*) FROM ${schema}.customers GROUP BY 1, 2`,
+
+  dropStaged: `DROP TABLE ${schema}.${STAGED_TABLE}`,
+});

@@ -1,0 +1,52 @@
+import type { EntityManager } from 'typeorm';
+import { FEED_TABLES, VISIBLE_COLUMNS, dropStampTriggerSql, installStampTriggerSql, type StampMode } from '../../change-feed/change-positions.sql.js';
+import { refreshAllSummaries } from '../customer-summaries.js';
+import { bulkSql } from './bulk-load.sql.js';
+
+type Query = Pick<EntityManager, 'query'>;
+
+/**
+ * Readies a new, empty generation for the bulk path: the staging table, and no secondary indexes
+ * or change-position triggers on the tables the fold loads (both come back after the load).
+ */
+export async function prepareBulkLoad(m: Query, schema: string): Promise<void> {
+  const q = bulkSql(schema);
+  await m.query(q.createStaged);
+  for (const { name } of (await m.query(q.generationIndexes)) as { name: string }[]) await m.query(`DROP INDEX ${name}`);
+  for (const table of FEED_TABLES) await m.query(dropStampTriggerSql(schema, table));
+}
+
+export async function isStaging(m: Query, schema: string): Promise<boolean> {
+  const [{ staged }] = (await m.query(bulkSql(schema).staged)) as { staged: boolean }[];
+  return staged;
+}
+
+/**
+ * Turns the staged log into the generation's rows, in the caller's transaction (interrupted, it
+ * leaves the staged log as it was, and the fold runs again on resume). Afterwards the generation
+ * is what the live path would have built from the same messages, and the live path continues it.
+ */
+export async function foldStaged(m: Query, schema: string, mode: Exclude<StampMode, 'live'>, onStep: (step: string) => void = () => {}): Promise<void> {
+  const q = bulkSql(schema);
+  // One big sort per table instead of an index insert per row; the server's defaults are for many small queries.
+  await m.query(`SET LOCAL work_mem = '256MB'; SET LOCAL maintenance_work_mem = '1GB'; SET LOCAL statement_timeout = 0; SET LOCAL synchronous_commit = off`);
+  onStep('event ids');
+  await m.query(q.dedupe);
+  onStep('transactions');
+  await m.query(q.foldTransactions(mode === 'generation', VISIBLE_COLUMNS.transactions));
+  onStep('receipts and customers');
+  await m.query(q.foldReceipts);
+  await m.query(q.foldCustomers);
+  await m.query(q.foldDayCounts);
+  await m.query(q.dropStaged);
+  onStep('indexes');
+  for (const { indexdef } of (await m.query(q.secondaryIndexes)) as { indexdef: string }[]) {
+    await m.query(indexdef.replace(/ ON read_model\./, ` ON ${schema}.`));
+  }
+  for (const table of ['transactions', 'receipts', 'customers', 'processed_events']) await m.query(`ANALYZE ${schema}.${table}`);
+  // Summaries are decided by the same function as on the live path; the trigger stamps their positions.
+  for (const table of FEED_TABLES) await m.query(installStampTriggerSql(schema, table, mode));
+  onStep('customer summaries');
+  await refreshAllSummaries(m, schema, 5000);
+  await m.query(`ANALYZE ${schema}.customers`);
+}
