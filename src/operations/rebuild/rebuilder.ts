@@ -186,7 +186,7 @@ export class Rebuilder {
     const staged = await this.offsets(schema);
     this.progress.update({ phase: 'folding', done: 0n, total: sum(staged), positions: staged });
     await this.db.transaction(async (m) => {
-      await foldStaged(m, schema, kind === 'rebuild' ? 'generation' : 'scratch', (step) => this.logger.log({ msg: `folding the staged log: ${step}`, schema }));
+      await foldStaged(m, schema, kind === 'rebuild' ? 'generation' : 'scratch', (step) => this.logger.log({ msg: `folding the staged log: ${step}`, schema, seconds: (Date.now() - started) / 1000 }));
       failpoint('before-fold-commit');
     });
     failpoint('after-fold-commit');

@@ -15,6 +15,11 @@ const SNAPSHOT_COLUMNS = [
 
 export const STAGED_TABLE = 'staged_events';
 
+/** What stageEvents writes per event, in COPY order. */
+export const STAGED_COLUMNS = [
+  'kind', 'app_id', 'transaction_id', ...SNAPSHOT_COLUMNS, 'first_event_at', 'occurred_at', 'application_username', 'log_partition', 'log_offset',
+] as const;
+
 export const bulkSql = (schema: string) => ({
   /**
    * One row per staged event: a transaction.updated as its row image plus the username it names,
@@ -28,9 +33,7 @@ export const bulkSql = (schema: string) => ({
 
   staged: `SELECT to_regclass('${schema}.${STAGED_TABLE}') IS NOT NULL AS staged`,
 
-  stage: `
-    INSERT INTO ${schema}.${STAGED_TABLE}
-    SELECT * FROM json_populate_recordset(NULL::${schema}.${STAGED_TABLE}, $1::json)`,
+  copyStaged: `COPY ${schema}.${STAGED_TABLE} (${STAGED_COLUMNS.join(', ')}) FROM STDIN`,
 
   /** Secondary indexes of the live tables, to drop from the generation before the load and build after it. */
   secondaryIndexes: `
