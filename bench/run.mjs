@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Benchmarks (never part of `npm test`):  npm run bench [-- --size small|full]
+// Benchmarks (never part of `npm test`):  npm run bench [-- --size small|1m|full] [--peer connect]
 // Measures, side by side in one run, our service against a ceiling and a baseline, and writes
 // docs/benchmarks.md. PostgreSQL: DATABASE_URL, or an embedded server under .tmp/bench-pg.
 // Kafka: KAFKA_BROKERS, or a broker started from Maven Central artifacts (test/kafka/broker.mjs).
@@ -22,13 +22,18 @@ import { startEmbeddedPostgres } from '../dist/database/embedded-postgres.js';
 import { refreshAllSummaries } from '../dist/projection/customer-summaries.js';
 import { generateEvents } from '../dist/generate/generate-events.js';
 import { mintToken } from '../dist/auth/mint-token.js';
+import { decodeEvent } from '../dist/events/decode-event.js';
+import { transactionRow } from '../dist/projection/project-events.js';
+import { flatMessage, peerUnavailable, startConnect, TUNED } from './connect/peer.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { values: args } = parseArgs({ options: { size: { type: 'string', default: 'small' }, only: { type: 'string' } } });
+const { values: args } = parseArgs({ options: { size: { type: 'string', default: 'small' }, only: { type: 'string' }, peer: { type: 'string' } } });
 const SIZES = {
   small: { transactions: 1_000_000, customers: 100_000, ingestEvents: 200_000, seconds: 5, visibleSeconds: 15 },
-  full: { transactions: 10_000_000, customers: 1_000_000, ingestEvents: 2_000_000, seconds: 10, visibleSeconds: 30 },
+  '1m': { transactions: 1_000_000, customers: 100_000, ingestEvents: 1_000_000, seconds: 5, visibleSeconds: 30 },
+  full: { transactions: 10_000_000, customers: 1_000_000, ingestEvents: 10_000_000, seconds: 10, visibleSeconds: 30 },
 };
+if (args.peer !== undefined && args.peer !== 'connect') throw new Error('--peer must be connect');
 const size = SIZES[args.size];
 if (!size) throw new Error(`--size must be one of ${Object.keys(SIZES).join(', ')}`);
 const only = new Set((args.only ?? 'api,ingest').split(','));
@@ -250,6 +255,8 @@ async function ingestBenchmarks(adminUrl, brokers) {
   results.ingest = { events: end, seconds, eventsPerSecond: Math.round((end - first) / seconds), consumerRssMb: stopRss() };
   log(`projected ${end} events at ${results.ingest.eventsPerSecond} events/s`);
 
+  if (args.peer === 'connect') await connectPeer(adminUrl, kafka, admin, producer, brokers, topic);
+
   // ceiling: COPY of the same rows into the same tables (empty copies with the same indexes)
   await ds.query(`DROP SCHEMA IF EXISTS copy_ceiling CASCADE`);
   await ds.query(`CREATE SCHEMA copy_ceiling`);
@@ -321,6 +328,63 @@ async function ingestBenchmarks(adminUrl, brokers) {
   await ds.destroy();
 }
 
+// ---------- peer: Kafka Connect with the Debezium JDBC sink, same broker, same PostgreSQL ----------
+async function connectPeer(adminUrl, kafka, admin, producer, brokers, topic) {
+  const unavailable = peerUnavailable();
+  if (unavailable) {
+    log(`peer connect skipped: ${unavailable}`);
+    results.peer = { skipped: unavailable };
+    return;
+  }
+  const flatTopic = `${topic}-flat`;
+  await admin.createTopics({ topics: [{ topic: flatTopic, numPartitions: 6 }], waitForLeaders: true });
+  // The same generated events; the sink gets each transaction.updated as the row image our projection builds from it.
+  let batch = [];
+  for (const event of generateEvents({ seed: 42, events: size.ingestEvents })) {
+    const decoded = decodeEvent(Buffer.from(JSON.stringify(event)));
+    if (!decoded.ok || decoded.event.type !== 'transaction.updated') continue;
+    const e = decoded.event;
+    batch.push({ key: e.data.receiptId, value: flatMessage(transactionRow(e.appId, e.data, { version_time: e.time, version_id: e.id })) });
+    if (batch.length === 2000) {
+      await producer.send({ topic: flatTopic, acks: -1, messages: batch });
+      batch = [];
+    }
+  }
+  if (batch.length) await producer.send({ topic: flatTopic, acks: -1, messages: batch });
+  const end = (await admin.fetchTopicOffsets(flatTopic)).reduce((s, p) => s + Number(p.high), 0);
+
+  const { ds } = await freshDatabase(adminUrl, 'bench_connect');
+  await ds.query(`CREATE TABLE public.transactions (LIKE read_model.transactions INCLUDING ALL)`);
+  log(`peer: Kafka Connect + Debezium JDBC sink (tuned) on ${end} flat rows`);
+  const { child, groupId, failure } = await startConnect({
+    brokers, topic: flatTopic, postgresUrl: adminUrl, database: 'bench_connect', settings: TUNED, workDir: path.join(root, '.tmp', 'bench-connect'), restPort: await freePort(),
+  });
+  const stopRss = sampleRss(child.pid);
+  const started = Date.now();
+  let first;
+  let firstAt;
+  try {
+    for (;;) {
+      const offsets = await admin.fetchOffsets({ groupId, topics: [flatTopic] });
+      const n = offsets[0].partitions.reduce((s, p) => s + Math.max(0, Number(p.offset)), 0);
+      if (n > 0 && firstAt === undefined) [first, firstAt] = [n, Date.now()];
+      if (n >= end) break;
+      if (child.exitCode !== null) throw new Error(`Kafka Connect exited ${child.exitCode}: ${child.lastOutput().slice(-2000)}`);
+      const failed = await failure();
+      if (failed) throw new Error(failed);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await child.exited;
+  }
+  const seconds = (Date.now() - firstAt) / 1000;
+  const [{ rows }] = await ds.query(`SELECT count(*)::int AS rows FROM public.transactions`);
+  results.peer = { events: end, rows, seconds, eventsPerSecond: Math.round((end - first) / seconds), startSeconds: (firstAt - started) / 1000, rssMb: stopRss() };
+  log(`peer: ${end} rows at ${results.peer.eventsPerSecond} events/s`);
+  await ds.destroy();
+}
+
 // ---------- report ----------
 function report(meta) {
   const ok = (pass) => (pass ? 'met' : '**not met**');
@@ -356,8 +420,18 @@ function report(meta) {
     lines.push(`| projection, Kafka → PostgreSQL (one consumer) | ${i.eventsPerSecond.toLocaleString('en')} events/s | ≥ 50,000: ${ok(i.eventsPerSecond >= 50000)} |`);
     lines.push(`| ceiling: COPY of the resulting rows into the same tables | ${i.copyEventsPerSecond.toLocaleString('en')} events/s (${i.copySeconds.toFixed(1)} s) | |`);
     lines.push(`| projection as share of the ceiling | ${(i.eventsPerSecond / i.copyEventsPerSecond * 100).toFixed(0)}% | |`);
+    const p = results.peer;
+    if (p?.skipped) lines.push(`| peer: Kafka Connect + Debezium JDBC sink | skipped: ${p.skipped} | |`);
+    else if (p) {
+      lines.push(`| peer: Kafka Connect 4.3.1 + Debezium JDBC sink 3.5.0, tuned (${Object.entries(TUNED).map(([k, v]) => `${k}=${v}`).join(', ')}) | ${p.eventsPerSecond.toLocaleString('en')} events/s (${p.events.toLocaleString('en')} transaction.updated as flat rows, ${p.rows.toLocaleString('en')} rows upserted; first commit after ${p.startSeconds.toFixed(1)} s; max RSS ${p.rssMb} MB) | |`);
+      lines.push(`| this service against the peer | ${(i.eventsPerSecond / p.eventsPerSecond).toFixed(2)}× | > 1× (aim 2×): ${ok(i.eventsPerSecond > p.eventsPerSecond)} |`);
+    }
     lines.push(`| consumer RSS while draining the backlog | max ${i.consumerRssMb} MB | bounded |`);
     lines.push(`| rebuild of ${i.rebuild.events.toLocaleString('en')} events | ${i.rebuild.seconds.toFixed(1)} s (${i.rebuild.eventsPerSecond.toLocaleString('en')} events/s); 10M events ≈ ${i.rebuild.extrapolated10MMinutes} min | ≤ 5 min: ${ok(i.rebuild.extrapolated10MMinutes <= 5)} |`);
+    if (p && !p.skipped) {
+      lines.push('', 'Per event, this service: decode and validate the CloudEvent, claim its id (applied once), merge the snapshot into its transaction row (newest wins), file it on its day (day counts), link its receipt, and refresh the summary of every customer it touches; receipt.linked events too, and dead letters. The peer: one upsert of a ready-made flat row by (app_id, transaction_id), for transaction.updated only; no dedupe by id, no newest-wins, no receipts, customers, counts or summaries.', '');
+      lines.push('| measure | value | target |', '|---|---|---|');
+    }
     const v = results.visible;
     lines.push(`| publish-to-visible at ${v.rate} events/s | p50 ${v.p50} ms, p99 ${v.p99} ms, max ${v.max} ms | p99 ≤ 500 ms: ${ok(v.p99 <= 500)} |`, '');
   }
@@ -384,7 +458,7 @@ try {
   }
   const md = report({ date: new Date().toISOString(), machine });
   console.log(md);
-  if (!args.only) writeFileSync(path.join(root, `docs/benchmarks${args.size === 'small' ? '' : '-' + args.size}.md`), md + '\n');
+  if (!args.only || args.size !== 'small') writeFileSync(path.join(root, `docs/benchmarks${args.size === 'small' ? '' : '-' + args.size}${args.only ? '-' + args.only.replaceAll(',', '-') : ''}.md`), md + '\n');
 } finally {
   await broker?.destroy();
   await pgServer.stop();
