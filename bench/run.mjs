@@ -363,6 +363,7 @@ async function connectPeer(adminUrl, kafka, admin, producer, brokers, topic) {
   const started = Date.now();
   let first;
   let firstAt;
+  let rssMb;
   try {
     for (;;) {
       const offsets = await admin.fetchOffsets({ groupId, topics: [flatTopic] });
@@ -375,12 +376,13 @@ async function connectPeer(adminUrl, kafka, admin, producer, brokers, topic) {
       await new Promise((r) => setTimeout(r, 250));
     }
   } finally {
+    rssMb = stopRss(); // before the process is gone
     child.kill('SIGTERM');
     await child.exited;
   }
   const seconds = (Date.now() - firstAt) / 1000;
   const [{ rows }] = await ds.query(`SELECT count(*)::int AS rows FROM public.transactions`);
-  results.peer = { events: end, rows, seconds, eventsPerSecond: Math.round((end - first) / seconds), startSeconds: (firstAt - started) / 1000, rssMb: stopRss() };
+  results.peer = { events: end, rows, seconds, eventsPerSecond: Math.round((end - first) / seconds), startSeconds: (firstAt - started) / 1000, rssMb };
   log(`peer: ${end} rows at ${results.peer.eventsPerSecond} events/s`);
   await ds.destroy();
 }
