@@ -207,11 +207,15 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     expect((await customer(u)).customerInfo.activeSubscriber).toBe(false);
 
     const [s, subToken] = [randomUUID(), `tok-${randomUUID()}`];
-    google.setSubscription(PACKAGE, subToken, subscription(s, { order: 'GPA.8888-0000-0000-00001', expires: at(300 * DAY) }));
+    // in its grace period: the row shows isBillingRetryPeriod and gracePeriodExpirationDate, which the void must keep
+    google.setSubscription(PACKAGE, subToken, subscription(s, { order: 'GPA.8888-0000-0000-00001', expires: at(3 * DAY), state: 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD' }));
     await published(subNotification(4, subToken));
     expect((await customer(s)).customerInfo.activeSubscriber).toBe(true);
+    const before = await transaction('google:GPA.8888-0000-0000-00001');
+    expect(before).toMatchObject({ isBillingRetryPeriod: true, gracePeriodExpirationDate: expect.any(String) });
     await published({ voidedPurchaseNotification: { purchaseToken: subToken, orderId: 'GPA.8888-0000-0000-00001', productType: 1, refundType: 1 } });
-    expect(await transaction('google:GPA.8888-0000-0000-00001')).toMatchObject({ revocationDate: expect.any(String), isExpired: true });
+    // the voided order keeps everything else it showed (the newest snapshot replaces the row whole)
+    expect(await transaction('google:GPA.8888-0000-0000-00001')).toEqual({ ...before, revocationDate: expect.any(String), isExpired: true, cancelationReason: 'Customer' });
     expect((await customer(s)).customerInfo.activeSubscriber).toBe(false);
   });
 

@@ -12,19 +12,16 @@ import type { NotificationOutcome } from '../apple/apple-notifications.controlle
 import { NotificationPublisher } from '../notification-publisher.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { classifyFetchError, GooglePlayApi, PubSubTokenVerifier } from './google-play.js';
+import { TRANSACTION_COLUMNS } from '../../transactions/list-transactions/list-transactions.sql.js';
 import { googleProductEvents, googleReplacedEvents, googleSubscriptionEvents, googleVoidedEvents, type DeveloperNotification } from './google-to-events.js';
 
 type PushBody = { message?: { data?: string; messageId?: string; message_id?: string }; subscription?: string };
 
-/** What the read models hold of an order, in the contract's field names: a voided order's snapshot. */
-const STORED_ORDER = `
-  SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId", platform,
-         receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate", last_renewal_date AS "lastRenewalDate",
-         renewal_date AS "renewalDate", expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-         is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-         is_trial_period AS "isTrialPeriod", is_intro_period AS "isIntroPeriod", is_upgraded AS "isUpgraded",
-         discount_id AS "discountId", quantity, amount_micros::float8 AS "amountMicros", currency
-  FROM read_model.transactions WHERE app_id = $1 AND transaction_id = $2`;
+/**
+ * What the read models show of an order, in the contract's field names: a voided order's snapshot
+ * replaces the row whole, so it carries every shown field (the API's own column list).
+ */
+const STORED_ORDER = `SELECT ${TRANSACTION_COLUMNS} FROM read_model.transactions WHERE app_id = $1 AND transaction_id = $2`;
 
 /**
  * Google Play Real-time Developer Notifications, pushed by Pub/Sub. The notification only names the
@@ -109,7 +106,11 @@ export class GoogleNotificationsController {
     } else if (n.voidedPurchaseNotification?.orderId) {
       const [stored] = (await this.db.query(STORED_ORDER, [appId, `google:${n.voidedPurchaseNotification.orderId}`])) as Record<string, unknown>[];
       const voidedAt = n.eventTimeMillis ? new Date(Number(n.eventTimeMillis)) : new Date();
-      if (stored) events = googleVoidedEvents(appId, id, Object.fromEntries(Object.entries(stored).filter(([, v]) => v !== null)), voidedAt, new Date());
+      if (stored) {
+        // amountMicros is a bigint column (text from pg); the contract carries a number
+        const snapshot = { ...stored, amountMicros: stored.amountMicros === null ? null : Number(stored.amountMicros) };
+        events = googleVoidedEvents(appId, id, Object.fromEntries(Object.entries(snapshot).filter(([, v]) => v !== null)), voidedAt, new Date());
+      }
       else this.logger.warn({ msg: 'voided purchase of an order the read models do not hold: nothing to revoke', appId, orderId: n.voidedPurchaseNotification.orderId });
     }
     if (events.length === 0) {
