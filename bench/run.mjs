@@ -276,39 +276,41 @@ async function ingestBenchmarks(adminUrl, brokers) {
   results.ingest.copyEventsPerSecond = Math.round(end / copySeconds);
   log(`COPY ceiling: ${copySeconds.toFixed(1)} s (${results.ingest.copyEventsPerSecond} events/s equivalent)`);
 
-  // publish-to-visible at a steady 1,000 events/s
-  const events = generateEvents({ seed: 43, events: size.visibleSeconds * 1000 });
-  const sends = [];
-  let producing = true;
-  const poller = (async () => {
-    while (producing || sends.some((s) => s.visibleAt === undefined)) {
-      const rows = await ds.query(`SELECT partition, next_offset::bigint AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
-      const at = new Map(rows.map((r) => [r.partition, Number(r.n)]));
-      const now = Date.now();
-      for (const s of sends) if (s.visibleAt === undefined && s.offsets.every(([p, o]) => (at.get(p) ?? 0) > o)) s.visibleAt = now;
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  })();
-  const start = Date.now();
-  for (let tick = 0; tick < size.visibleSeconds * 100; tick++) {
-    const messages = [];
-    for (let i = 0; i < 10; i++) {
-      const e = events.next().value;
-      messages.push({ key: e.data.receiptId, value: JSON.stringify(e) });
-    }
-    const sentAt = Date.now();
-    const meta = await producer.send({ topic, acks: -1, messages });
-    sends.push({ sentAt, offsets: meta.map((m) => [m.partition, Number(m.baseOffset) + 0]) });
-    const wait = start + (tick + 1) * 10 - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  }
-  producing = false;
-  await poller;
-  const latencies = sends.map((s) => s.visibleAt - s.sentAt);
-  results.visible = { rate: Math.round((sends.length * 10) / ((Date.now() - start) / 1000)), p50: pct(latencies, 50), p99: pct(latencies, 99), max: Math.max(...latencies) };
+  // publish-to-visible at a steady 1,000 events/s: first with nothing else to do, then to one
+  // partition while a backlog is consumed on the other five
+  results.visible = await measureVisible(ds, producer, topic, { seed: 43 });
   log(`publish-to-visible: p50 ${results.visible.p50} ms, p99 ${results.visible.p99} ms`);
   consumer.kill('SIGTERM');
   await new Promise((r) => consumer.once('exit', r));
+
+  const backlogEvents = size.visibleSeconds * 10_000;
+  let n = 0;
+  batch = [];
+  for (const event of generateEvents({ seed: 44, events: backlogEvents })) {
+    batch.push({ key: event.data.receiptId, value: JSON.stringify(event), partition: n++ % 5 });
+    if (batch.length === 2000) {
+      await producer.send({ topic, acks: -1, messages: batch });
+      batch = [];
+    }
+  }
+  if (batch.length) await producer.send({ topic, acks: -1, messages: batch });
+  const backlogEnd = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+  const before = await stored();
+  const resumed = service({ DATABASE_URL: url, PORT: String(await freePort()), KAFKA_BROKERS: brokers, KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `bench-${topic}` });
+  // measured once the consumer has joined its group and is eating the backlog, not during its start
+  while ((await stored()) === before) await new Promise((r) => setTimeout(r, 100));
+  results.visibleUnderBacklog = await measureVisible(ds, producer, topic, { seed: 45, partition: 5 });
+  const left = (await ds.query(`SELECT partition, next_offset::bigint AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic])).reduce(
+    (sum, r) => sum + (r.partition === 5 ? 0 : Math.max(0, (backlogEnd.get(r.partition) ?? 0) - Number(r.n))),
+    0,
+  );
+  Object.assign(results.visibleUnderBacklog, { backlog: backlogEvents, backlogLeft: left });
+  log(`publish-to-visible under a ${backlogEvents}-event backlog (${left} left at the end): p50 ${results.visibleUnderBacklog.p50} ms, p99 ${results.visibleUnderBacklog.p99} ms`);
+  // the rebuild below replays everything: live finishes the backlog first, as it would in operation
+  const logEnd = async () => (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
+  while ((await stored()) < (await logEnd())) await new Promise((r) => setTimeout(r, 500));
+  resumed.kill('SIGTERM');
+  await new Promise((r) => resumed.once('exit', r));
 
   // rebuild of everything in the topic
   const total = (await admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
@@ -326,6 +328,39 @@ async function ingestBenchmarks(adminUrl, brokers) {
   await producer.disconnect();
   await admin.disconnect();
   await ds.destroy();
+}
+
+/** Sends 10 events every 10 ms (to `partition`, or spread by key) and times each until its offsets are stored. */
+async function measureVisible(ds, producer, topic, { seed, partition }) {
+  const events = generateEvents({ seed, events: size.visibleSeconds * 1000 });
+  const sends = [];
+  let producing = true;
+  const poller = (async () => {
+    while (producing || sends.some((s) => s.visibleAt === undefined)) {
+      const rows = await ds.query(`SELECT partition, next_offset::bigint AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
+      const at = new Map(rows.map((r) => [r.partition, Number(r.n)]));
+      const now = Date.now();
+      for (const s of sends) if (s.visibleAt === undefined && s.offsets.every(([p, o]) => (at.get(p) ?? 0) > o)) s.visibleAt = now;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
+  const start = Date.now();
+  for (let tick = 0; tick < size.visibleSeconds * 100; tick++) {
+    const messages = [];
+    for (let i = 0; i < 10; i++) {
+      const e = events.next().value;
+      messages.push({ key: e.data.receiptId, value: JSON.stringify(e), ...(partition === undefined ? {} : { partition }) });
+    }
+    const sentAt = Date.now();
+    const meta = await producer.send({ topic, acks: -1, messages });
+    sends.push({ sentAt, offsets: meta.map((m) => [m.partition, Number(m.baseOffset) + 0]) });
+    const wait = start + (tick + 1) * 10 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+  producing = false;
+  await poller;
+  const latencies = sends.map((s) => s.visibleAt - s.sentAt);
+  return { rate: Math.round((sends.length * 10) / ((Date.now() - start) / 1000)), p50: pct(latencies, 50), p99: pct(latencies, 99), max: Math.max(...latencies) };
 }
 
 // ---------- peer: Kafka Connect with the Debezium JDBC sink, same broker, same PostgreSQL ----------
@@ -435,7 +470,14 @@ function report(meta) {
       lines.push('| measure | value | target |', '|---|---|---|');
     }
     const v = results.visible;
-    lines.push(`| publish-to-visible at ${v.rate} events/s | p50 ${v.p50} ms, p99 ${v.p99} ms, max ${v.max} ms | p99 ≤ 500 ms: ${ok(v.p99 <= 500)} |`, '');
+    lines.push(`| publish-to-visible at ${v.rate} events/s | p50 ${v.p50} ms, p99 ${v.p99} ms, max ${v.max} ms | p99 ≤ 500 ms: ${ok(v.p99 <= 500)} |`);
+    const b = results.visibleUnderBacklog;
+    if (b) {
+      lines.push(
+        `| publish-to-visible at ${b.rate} events/s to one partition while a ${b.backlog.toLocaleString('en')}-event backlog is consumed on the other five (${b.backlogLeft.toLocaleString('en')} still left at the end) | p50 ${b.p50} ms, p99 ${b.p99} ms, max ${b.max} ms | p99 ≤ 500 ms: ${ok(b.p99 <= 500 && b.backlogLeft > 0)} |`,
+      );
+    }
+    lines.push('');
   }
   lines.push(readFileSync(path.join(root, 'bench/notes.md'), 'utf8').trim(), '');
   return lines.join('\n');
