@@ -113,6 +113,9 @@ class Environment {
   @Transform(toInt) @IsInt() @Min(1) @Max(64)
   KAFKA_PARTITIONS_CONCURRENCY = 2;
 
+  @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000)
+  KAFKA_ROUND_SHARE_MESSAGES = 500;
+
   @Transform(toBool) @IsBoolean()
   CONSUMER_ENABLED = true;
 
@@ -287,6 +290,8 @@ export type KafkaSettings = {
   sessionTimeoutMs: number;
   maxBytesPerPartition: number;
   partitionsConcurrency: number;
+  /** Messages a backlog batch applies per fetch round while another partition is at its head. */
+  roundShareMessages: number;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
   maxMessageBytes: number;
 };
@@ -395,6 +400,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
           sessionTimeoutMs: env.KAFKA_SESSION_TIMEOUT_MS,
           maxBytesPerPartition: env.KAFKA_MAX_BYTES_PER_PARTITION,
           partitionsConcurrency: env.KAFKA_PARTITIONS_CONCURRENCY,
+          roundShareMessages: env.KAFKA_ROUND_SHARE_MESSAGES,
           sasl: env.KAFKA_SASL_MECHANISM
             ? { mechanism: env.KAFKA_SASL_MECHANISM, username: env.KAFKA_SASL_USERNAME!, password: env.KAFKA_SASL_PASSWORD! }
             : undefined,

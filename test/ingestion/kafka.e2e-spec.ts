@@ -4,7 +4,8 @@ import { startTestApp, type TestApp } from '../utils/app.js';
 import { followFeed } from '../utils/change-feed.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { expectEventually } from '../utils/expect-eventually.js';
-import { createTopic, kafkaBrokers, produce, readAll, uniqueTopic, waitUntilCaughtUp } from '../utils/kafka.js';
+import { Partitioners } from 'kafkajs';
+import { createTopic, kafkaBrokers, produce, readAll, testKafka, uniqueTopic, waitUntilCaughtUp } from '../utils/kafka.js';
 import { runCli, startService } from '../utils/processes.js';
 import { expectEqualsFromScratch } from '../utils/read-models.js';
 import { scenarioEvents, toBuffers } from '../utils/scenario.js';
@@ -117,6 +118,33 @@ describe('ingestion from Kafka (e2e, real broker and PostgreSQL)', () => {
     await waitUntilCaughtUp(db.dataSource, topic, 90_000);
     await expectSameAsFromScratch(db, values);
     await sync.expectListedRows(); // a change-feed client polling through the rebalances missed nothing
+  });
+
+  it('shares fetch rounds between a backlog and a partition at its head without losing or doubling events', async () => {
+    const topic = uniqueTopic('share');
+    await createTopic(topic, 3);
+    const values = toBuffers(scenarioEvents({ seed: 42, customers: 1500 }));
+    const live = values.slice(0, 300);
+    const backlog = values.slice(300);
+    const producer = testKafka().producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    try {
+      // the backlog on partitions 1 and 2, in batches far above what a shared round applies
+      for (let i = 0; i < backlog.length; i += 500) {
+        await producer.send({ topic, acks: -1, messages: backlog.slice(i, i + 500).map((value, j) => ({ value, partition: 1 + ((i + j) % 2) })) });
+      }
+      // small fetches and shares, so backlog batches are cut while partition 0 is at its head
+      apps.push(await startTestApp({ databaseUrl: db.url, env: { ...kafkaEnv(topic), KAFKA_MAX_BYTES_PER_PARTITION: '131072', KAFKA_ROUND_SHARE_MESSAGES: '40' } }));
+      // live traffic on partition 0 while the backlog is consumed
+      for (let i = 0; i < live.length; i += 10) {
+        await producer.send({ topic, acks: -1, messages: live.slice(i, i + 10).map((value) => ({ value, partition: 0 })) });
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await producer.disconnect();
+    }
+    await waitUntilCaughtUp(db.dataSource, topic, 90_000);
+    await expectSameAsFromScratch(db, values);
   });
 
   it('recovers from a broker restart during ingest', async () => {

@@ -29,6 +29,9 @@ const BLOCKED_RECHECK_MS = 5_000;
  * follow after each database commit, so lag tools work, but are never trusted. The consumer restarts
  * itself after any crash (kafkajs' own restart is off, so topics are ensured on every start).
  */
+/** How long after a partition was last at its head backlog batches still share rounds. */
+const HEAD_RECENT_MS = 3000;
+
 @Injectable()
 export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
   private readonly logger = new Logger('kafka-consumer');
@@ -53,6 +56,8 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   /** Per partition: the message just before the stored offset, to be found unchanged on the next fetch. */
   private readonly anchors = new Map<number, { offset: bigint; sha1: Buffer }>();
   private assigned: number[] = [];
+  /** When a batch last reached its partition's head: live traffic that a backlog must not starve. */
+  private headSeenAt = 0;
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -297,7 +302,8 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       }
     }
     const bound = this.target.bounds?.get(batch.partition);
-    const within = bound === undefined ? batch.messages : batch.messages.filter((m) => BigInt(m.offset) < bound);
+    const bounded = bound === undefined ? batch.messages : batch.messages.filter((m) => BigInt(m.offset) < bound);
+    const within = this.shareRound(batch, bounded);
     if (within.length === 0) {
       // At the bound: fetch again from there later, when the bound may have moved.
       consumer.seek({ topic: batch.topic, partition: batch.partition, offset: String(bound) });
@@ -328,8 +334,28 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     this.nextOffsets.set(batch.partition, BigInt(outcome.nextOffset));
     resolveOffset(messages[messages.length - 1].offset);
     await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset }]);
+    // the rest of the fetched batch (beyond the bound, or left for the next round) is fetched again from here
     if (within.length < batch.messages.length) consumer.seek({ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset });
     await heartbeat();
+  }
+
+  /**
+   * kafkajs fetches again only once every batch of a fetch is applied, so a partition at its head
+   * (live traffic) waits for a whole round of backlog batches (up to KAFKA_MAX_BYTES_PER_PARTITION
+   * each, seconds at a time). While some partition has been at its head within the last seconds, a
+   * backlog batch applies only its first KAFKA_ROUND_SHARE_MESSAGES per round; the rest is fetched again.
+   * With no live partition, batches apply whole (throughput mode). bench/notes.md has the figures.
+   */
+  private shareRound<M extends { offset: string }>(batch: { partition: number; highWatermark: string }, messages: M[]): M[] {
+    if (messages.length === 0) return messages;
+    const lag = BigInt(batch.highWatermark) - BigInt(messages[messages.length - 1].offset) - 1n;
+    const now = Date.now();
+    const share = this.settings.roundShareMessages;
+    if (lag <= BigInt(share)) {
+      this.headSeenAt = now;
+      return messages;
+    }
+    return now - this.headSeenAt < HEAD_RECENT_MS ? messages.slice(0, share) : messages;
   }
 
   /** Inside the batch transaction: if the DLQ cannot be written, the batch is retried. */
