@@ -62,7 +62,7 @@ async function freshDatabase(adminUrl, name) {
   return { url, ds };
 }
 /** KAFKA_* and PROJECTION_* settings given to `npm run bench` reach the measured service. */
-const tuning = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(KAFKA_(PARTITIONS_CONCURRENCY|MAX_BYTES_PER_PARTITION)|PROJECTION_BATCH_SIZE)$/.test(k)));
+const tuning = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(KAFKA_(PARTITIONS_CONCURRENCY|MAX_BYTES_PER_PARTITION|ROUND_SHARE_MESSAGES)|PROJECTION_BATCH_SIZE)$/.test(k)));
 function service(env) {
   const child = spawn(process.execPath, ['--max-old-space-size=160', path.join(root, 'dist/main.js')], {
     // ALLOW_EMBEDDED: the API-only service has no Kafka to name; production refuses the embedded log otherwise.

@@ -114,7 +114,7 @@ class Environment {
   KAFKA_PARTITIONS_CONCURRENCY = 2;
 
   @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000)
-  KAFKA_ROUND_SHARE_MESSAGES = 500;
+  KAFKA_ROUND_SHARE_MESSAGES = 150;
 
   @Transform(toBool) @IsBoolean()
   CONSUMER_ENABLED = true;
