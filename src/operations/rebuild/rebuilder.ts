@@ -39,8 +39,8 @@ const sum = (o: Offsets) => [...o.values()].reduce((a, b) => a + b, 0n);
 /**
  * Builds a complete new generation of the read models from the start of the log next to the live
  * one (bulk path: staged, folded, indexed; then the live projection code catches up), then swaps
- * it in atomically; or, for `verify`, builds a
- * scratch generation and reports how the live one differs. One at a time (advisory lock).
+ * it in atomically; or, for `verify`, builds a scratch generation the same way and reports how the
+ * live one differs. One at a time (advisory lock).
  */
 export class Rebuilder {
   private readonly logger = new Logger('rebuild');
