@@ -9,7 +9,9 @@ describe('loadConfig', () => {
 
   it('reads Kafka settings when KAFKA_BROKERS is set', () => {
     const config = loadConfig({ KAFKA_BROKERS: 'a:9092, b:9092', KAFKA_TOPIC: 't', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p', KAFKA_SSL: 'true' });
-    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9092'], topic: 't', groupId: 'subscription-read-models', clientId: 'subscription-records', ssl: true, sessionTimeoutMs: 30000, maxBytesPerPartition: 4194304, partitionsConcurrency: 2, sasl: { mechanism: 'plain', username: 'u', password: 'p' }, maxMessageBytes: 1048588 });
+    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9092'], topic: 't', groupId: 'subscription-read-models', clientId: 'subscription-records', ssl: true, sessionTimeoutMs: 30000, maxBytesPerPartition: 4194304, partitionsConcurrency: 2, roundShareMessages: 150, sasl: { mechanism: 'plain', username: 'u', password: 'p' }, maxMessageBytes: 1048588 });
+    expect(loadConfig({ KAFKA_BROKERS: 'a:9092', KAFKA_ROUND_SHARE_MESSAGES: '40' }).kafka?.roundShareMessages).toBe(40);
+    expect(() => loadConfig({ KAFKA_BROKERS: 'a:9092', KAFKA_ROUND_SHARE_MESSAGES: '0' })).toThrow(/KAFKA_ROUND_SHARE_MESSAGES must not be less than 1/);
   });
 
   it('refuses production without a way to verify tokens', () => {
