@@ -18,7 +18,8 @@ export const FEED_TABLES = Object.keys(VISIBLE_COLUMNS) as FeedTable[];
 
 export const KEY_COLUMN: Record<FeedTable, string> = { customers: 'application_username', transactions: 'transaction_id' };
 
-const row = (alias: string, table: FeedTable) => `(${VISIBLE_COLUMNS[table].map((c) => `${alias}.${c}`).join(', ')})`;
+/** The shown columns of `alias` as one row value, to compare two images of a row. */
+export const shownRow = (alias: string, table: FeedTable) => `(${VISIBLE_COLUMNS[table].map((c) => `${alias}.${c}`).join(', ')})`;
 
 /** This transaction's id as a bigint (xid8 with its epoch: it never wraps). */
 export const CURRENT_XID = 'pg_current_xact_id()::text::bigint';
@@ -47,14 +48,14 @@ export function stampFunctionSql(table: FeedTable): string {
     CREATE OR REPLACE FUNCTION public.stamp_${table}_change() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF TG_ARGV[0] = 'live' THEN
-        IF TG_OP = 'UPDATE' AND ${row('NEW', table)} IS NOT DISTINCT FROM ${row('OLD', table)} THEN
+        IF TG_OP = 'UPDATE' AND ${shownRow('NEW', table)} IS NOT DISTINCT FROM ${shownRow('OLD', table)} THEN
           RETURN NEW;
         END IF;
         NEW.change_position := ${CURRENT_XID};
       ELSIF TG_ARGV[0] = 'generation' THEN
         NEW.change_position := (
           SELECT l.change_position FROM read_model.${table} l
-          WHERE l.app_id = NEW.app_id AND l.${key} = NEW.${key} AND ${row('l', table)} IS NOT DISTINCT FROM ${row('NEW', table)});
+          WHERE l.app_id = NEW.app_id AND l.${key} = NEW.${key} AND ${shownRow('l', table)} IS NOT DISTINCT FROM ${shownRow('NEW', table)});
       ELSE
         NEW.change_position := NULL;
       END IF;
@@ -82,12 +83,12 @@ export const stampSwitchedSql = (schema: string, table: FeedTable) => {
     rebuilt: `UPDATE ${schema}.${table} SET change_position = ${CURRENT_XID} WHERE change_position IS NULL`,
     /** $1: the high-water mark when the generation was created. */
     changedLive: `UPDATE ${schema}.${table} g
-     SET change_position = CASE WHEN ${row('g', table)} IS DISTINCT FROM ${row('l', table)} THEN ${CURRENT_XID} ELSE l.change_position END
+     SET change_position = CASE WHEN ${shownRow('g', table)} IS DISTINCT FROM ${shownRow('l', table)} THEN ${CURRENT_XID} ELSE l.change_position END
      FROM (SELECT DISTINCT app_id FROM read_model.${table === 'customers' ? 'customer' : 'transaction'}_day_counts) a
      CROSS JOIN LATERAL (
        SELECT l.* FROM read_model.${table} l WHERE l.app_id = a.app_id AND l.change_position >= $1
      ) l
      WHERE g.app_id = l.app_id AND g.${key} = l.${key}
-       AND (${row('g', table)} IS DISTINCT FROM ${row('l', table)} OR g.change_position < l.change_position)`,
+       AND (${shownRow('g', table)} IS DISTINCT FROM ${shownRow('l', table)} OR g.change_position < l.change_position)`,
   };
 };

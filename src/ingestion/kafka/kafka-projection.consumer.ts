@@ -22,6 +22,9 @@ const CRASH_WINDOW_MS = 5 * 60_000;
 const TICK_MS = 1_000;
 const BLOCKED_RECHECK_MS = 5_000;
 
+/** How long after a partition was last at its head backlog batches still share rounds. */
+const HEAD_RECENT_MS = 3000;
+
 /**
  * The live projection from Kafka. Offsets of record live in the read-model database, written in the
  * same transaction as the rows; on every assignment the consumer compares them with the log and
@@ -29,9 +32,6 @@ const BLOCKED_RECHECK_MS = 5_000;
  * follow after each database commit, so lag tools work, but are never trusted. The consumer restarts
  * itself after any crash (kafkajs' own restart is off, so topics are ensured on every start).
  */
-/** How long after a partition was last at its head backlog batches still share rounds. */
-const HEAD_RECENT_MS = 3000;
-
 @Injectable()
 export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
   private readonly logger = new Logger('kafka-consumer');

@@ -73,7 +73,7 @@ export class Rebuilder {
       } else {
         if (existing) await this.db.query(rebuildSql.finish, [existing.id, 'aborted', JSON.stringify({ reason: 'superseded by a new verify' })]);
         if (!options.allowPartialHistory) await this.refusePartialHistory();
-        changesFrom = await this.createGeneration(schema, kind);
+        changesFrom = await this.createGeneration(schema);
         target = await this.logEndOffsets();
         [{ id }] = await this.db.query(rebuildSql.start, [kind, schema, JSON.stringify(Object.fromEntries([...target].map(([p, o]) => [p, o.toString()]))), this.owner, changesFrom]);
         this.logger.log({ msg: `${kind} #${id} into ${schema}`, topic, targetOffsets: Object.fromEntries([...target].map(([p, o]) => [p, o.toString()])) });
@@ -156,14 +156,13 @@ export class Rebuilder {
    * Returns the change feed's high-water mark at creation: live rows changed from there on are
    * compared with the generation again when it is switched in (stampSwitchedSql).
    */
-  private async createGeneration(schema: string, kind: RebuildKind): Promise<string> {
+  private async createGeneration(schema: string): Promise<string> {
     const tables = (await this.db.query(rebuildSql.liveTables)) as { table_name: string }[];
     return this.db.transaction(async (m) => {
       await m.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await m.query(`CREATE SCHEMA ${schema}`);
       for (const { table_name } of tables) await m.query(`CREATE TABLE ${schema}.${table_name} (LIKE read_model.${table_name} INCLUDING ALL)`);
-      // LIKE copies no triggers: a rebuild keeps unchanged rows' positions, a verify needs none.
-      for (const table of FEED_TABLES) await m.query(installStampTriggerSql(schema, table, kind === 'rebuild' ? 'generation' : 'scratch'));
+      // change-position triggers come with the fold (foldStaged), after the load
       await prepareBulkLoad(m, schema);
       const [{ mark }] = (await m.query(`SELECT ${OLDEST_RUNNING}::text AS mark`)) as { mark: string }[];
       return mark;

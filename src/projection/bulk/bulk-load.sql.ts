@@ -4,14 +4,10 @@
 // rules (src/projection/project-events.ts) to all events of a key at once: newest snapshot wins,
 // the earliest event dates a transaction, receipt.linked beats a username on a transaction.
 
-/** Shown and stored columns of a transaction row, the same list the fold copies from the winning snapshot. */
-const SNAPSHOT_COLUMNS = [
-  'receipt_id', 'purchase_id', 'product_id', 'platform', 'sandbox', 'purchase_date', 'last_renewal_date', 'renewal_date',
-  'expiration_date', 'renewal_intent', 'renewal_intent_change_date', 'cancelation_reason', 'is_pending', 'is_acknowledged',
-  'is_consumed', 'is_billing_retry_period', 'is_trial_period', 'is_intro_period', 'is_expired', 'price_consent_status',
-  'discount_id', 'quantity', 'amount_usd', 'amount_micros', 'currency', 'grace_period_expiration_date', 'revocation_date',
-  'is_upgraded', 'version_time', 'version_id',
-];
+import { VISIBLE_COLUMNS, shownRow } from '../../change-feed/change-positions.sql.js';
+
+/** What the fold copies from a transaction's winning snapshot: its shown columns and its version. */
+const SNAPSHOT_COLUMNS = [...VISIBLE_COLUMNS.transactions, 'version_time', 'version_id'];
 
 export const STAGED_TABLE = 'staged_events';
 
@@ -37,7 +33,7 @@ export const bulkSql = (schema: string) => ({
 
   /** Secondary indexes of the live tables, to drop from the generation before the load and build after it. */
   secondaryIndexes: `
-    SELECT i.indexname, i.tablename, i.indexdef FROM pg_indexes i
+    SELECT i.indexdef FROM pg_indexes i
     WHERE i.schemaname = 'read_model' AND NOT EXISTS (
       SELECT 1 FROM pg_index x WHERE x.indexrelid = ('read_model.' || quote_ident(i.indexname))::regclass AND x.indisprimary)
     ORDER BY i.tablename, i.indexname`,
@@ -66,21 +62,18 @@ export const bulkSql = (schema: string) => ({
    * event's time when it carries no charge date. keepLivePositions (a rebuild, not a verify) keeps the live row's change
    * position where the shown values are the same (a rebuild that changes nothing replays nothing).
    */
-  foldTransactions: (keepLivePositions: boolean, shown: readonly string[]) => {
-    const row = (alias: string) => `(${shown.map((c) => `${alias}.${c}`).join(', ')})`;
-    return `
+  foldTransactions: (keepLivePositions: boolean) => `
     INSERT INTO ${schema}.transactions (app_id, transaction_id, ${SNAPSHOT_COLUMNS.join(', ')}, first_event_at, occurred_at, change_position)
     SELECT w.app_id, w.transaction_id, ${SNAPSHOT_COLUMNS.map((c) => `w.${c}`).join(', ')}, w.first_event,
            coalesce(w.last_renewal_date, w.renewal_date, w.purchase_date, w.first_event),
-           ${keepLivePositions ? `CASE WHEN ${row('w')} IS NOT DISTINCT FROM ${row('l')} THEN l.change_position END` : 'NULL'}
+           ${keepLivePositions ? `CASE WHEN ${shownRow('w', 'transactions')} IS NOT DISTINCT FROM ${shownRow('l', 'transactions')} THEN l.change_position END` : 'NULL'}
     FROM (
       SELECT DISTINCT ON (app_id, transaction_id) s.*,
              min(s.version_time) OVER (PARTITION BY s.app_id, s.transaction_id) AS first_event
       FROM ${schema}.${STAGED_TABLE} s WHERE s.kind = 't'
       ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC
     ) w
-    ${keepLivePositions ? `LEFT JOIN read_model.transactions l ON l.app_id = w.app_id AND l.transaction_id = w.transaction_id` : ''}`;
-  },
+    ${keepLivePositions ? `LEFT JOIN read_model.transactions l ON l.app_id = w.app_id AND l.transaction_id = w.transaction_id` : ''}`,
 
   /** receipt.linked beats a transaction's username; among receipt.linked the newest, among the others the earliest. */
   foldReceipts: `

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { FEED_TABLES, VISIBLE_COLUMNS, dropStampTriggerSql, installStampTriggerSql, type StampMode } from '../../change-feed/change-positions.sql.js';
+import { FEED_TABLES, installStampTriggerSql, type StampMode } from '../../change-feed/change-positions.sql.js';
 import { refreshAllSummaries } from '../customer-summaries.js';
 import { bulkSql } from './bulk-load.sql.js';
 
@@ -13,7 +13,6 @@ export async function prepareBulkLoad(m: Query, schema: string): Promise<void> {
   const q = bulkSql(schema);
   await m.query(q.createStaged);
   for (const { name } of (await m.query(q.generationIndexes)) as { name: string }[]) await m.query(`DROP INDEX ${name}`);
-  for (const table of FEED_TABLES) await m.query(dropStampTriggerSql(schema, table));
 }
 
 export async function isStaging(m: Query, schema: string): Promise<boolean> {
@@ -33,7 +32,7 @@ export async function foldStaged(m: Query, schema: string, mode: Exclude<StampMo
   onStep('event ids');
   await m.query(q.dedupe);
   onStep('transactions');
-  await m.query(q.foldTransactions(mode === 'generation', VISIBLE_COLUMNS.transactions));
+  await m.query(q.foldTransactions(mode === 'generation'));
   onStep('receipts and customers');
   await m.query(q.foldReceipts);
   await m.query(q.foldCustomers);
@@ -44,7 +43,8 @@ export async function foldStaged(m: Query, schema: string, mode: Exclude<StampMo
     await m.query(indexdef.replace(/ ON read_model\./, ` ON ${schema}.`));
   }
   for (const table of ['transactions', 'receipts', 'customers', 'processed_events']) await m.query(`ANALYZE ${schema}.${table}`);
-  // Summaries are decided by the same function as on the live path; the trigger stamps their positions.
+  // LIKE copies no triggers: installed here, after the load. A rebuild keeps unchanged rows' positions,
+  // a verify needs none. Summaries are decided by the same function as on the live path.
   for (const table of FEED_TABLES) await m.query(installStampTriggerSql(schema, table, mode));
   onStep('customer summaries');
   await refreshAllSummaries(m, schema, 5000);
