@@ -216,6 +216,20 @@ async function apiBenchmarks(adminUrl) {
   await ds.destroy();
 }
 
+/** Sends messages (objects for kafkajs, from any iterable) in batches of 2,000, each acknowledged by all replicas. */
+async function sendAll(producer, topic, messages) {
+  let batch = [];
+  for (const message of messages) {
+    batch.push(message);
+    if (batch.length === 2000) {
+      await producer.send({ topic, acks: -1, messages: batch });
+      batch = [];
+    }
+  }
+  if (batch.length) await producer.send({ topic, acks: -1, messages: batch });
+}
+const endOf = async (admin, topic) => (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
+
 // ---------- ingest from Kafka, COPY ceiling, rebuild, publish-to-visible latency ----------
 async function ingestBenchmarks(adminUrl, brokers) {
   const { url, ds } = await freshDatabase(adminUrl, 'bench_ingest');
@@ -227,18 +241,12 @@ async function ingestBenchmarks(adminUrl, brokers) {
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   log(`producing ${size.ingestEvents} generated events to ${topic}`);
-  let batch = [];
   const t0 = Date.now();
-  for (const event of generateEvents({ seed: 42, events: size.ingestEvents })) {
-    batch.push({ key: event.data.receiptId, value: JSON.stringify(event) });
-    if (batch.length === 2000) {
-      await producer.send({ topic, acks: -1, messages: batch });
-      batch = [];
-    }
-  }
-  if (batch.length) await producer.send({ topic, acks: -1, messages: batch });
+  await sendAll(producer, topic, (function* () {
+    for (const event of generateEvents({ seed: 42, events: size.ingestEvents })) yield { key: event.data.receiptId, value: JSON.stringify(event) };
+  })());
   log(`produced in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  const end = (await admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
+  const end = await endOf(admin, topic);
 
   const stored = async () => Number((await ds.query(`SELECT coalesce(sum(next_offset), 0)::bigint AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]))[0].n);
   const consumer = service({ DATABASE_URL: url, PORT: String(await freePort()), KAFKA_BROKERS: brokers, KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `bench-${topic}` });
@@ -255,7 +263,7 @@ async function ingestBenchmarks(adminUrl, brokers) {
   results.ingest = { events: end, seconds, eventsPerSecond: Math.round((end - first) / seconds), consumerRssMb: stopRss() };
   log(`projected ${end} events at ${results.ingest.eventsPerSecond} events/s`);
 
-  if (args.peer === 'connect') await connectPeer(adminUrl, kafka, admin, producer, brokers, topic);
+  if (args.peer === 'connect') await connectPeer(adminUrl, admin, producer, brokers, topic);
 
   // ceiling: COPY of the same rows into the same tables (empty copies with the same indexes)
   await ds.query(`DROP SCHEMA IF EXISTS copy_ceiling CASCADE`);
@@ -284,16 +292,10 @@ async function ingestBenchmarks(adminUrl, brokers) {
   await new Promise((r) => consumer.once('exit', r));
 
   const backlogEvents = size.visibleSeconds * 10_000;
-  let n = 0;
-  batch = [];
-  for (const event of generateEvents({ seed: 44, events: backlogEvents })) {
-    batch.push({ key: event.data.receiptId, value: JSON.stringify(event), partition: n++ % 5 });
-    if (batch.length === 2000) {
-      await producer.send({ topic, acks: -1, messages: batch });
-      batch = [];
-    }
-  }
-  if (batch.length) await producer.send({ topic, acks: -1, messages: batch });
+  await sendAll(producer, topic, (function* () {
+    let n = 0;
+    for (const event of generateEvents({ seed: 44, events: backlogEvents })) yield { key: event.data.receiptId, value: JSON.stringify(event), partition: n++ % 5 };
+  })());
   const backlogEnd = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
   const before = await stored();
   const resumed = service({ DATABASE_URL: url, PORT: String(await freePort()), KAFKA_BROKERS: brokers, KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `bench-${topic}` });
@@ -307,13 +309,12 @@ async function ingestBenchmarks(adminUrl, brokers) {
   Object.assign(results.visibleUnderBacklog, { backlog: backlogEvents, backlogLeft: left });
   log(`publish-to-visible under a ${backlogEvents}-event backlog (${left} left at the end): p50 ${results.visibleUnderBacklog.p50} ms, p99 ${results.visibleUnderBacklog.p99} ms`);
   // the rebuild below replays everything: live finishes the backlog first, as it would in operation
-  const logEnd = async () => (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
-  while ((await stored()) < (await logEnd())) await new Promise((r) => setTimeout(r, 500));
+  while ((await stored()) < (await endOf(admin, topic))) await new Promise((r) => setTimeout(r, 500));
   resumed.kill('SIGTERM');
   await new Promise((r) => resumed.once('exit', r));
 
   // rebuild of everything in the topic
-  const total = (await admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
+  const total = await endOf(admin, topic);
   const r0 = Date.now();
   await new Promise((resolve, reject) => {
     const cli = spawn(process.execPath, [path.join(root, 'dist/cli.js'), 'rebuild'], {
@@ -364,7 +365,7 @@ async function measureVisible(ds, producer, topic, { seed, partition }) {
 }
 
 // ---------- peer: Kafka Connect with the Debezium JDBC sink, same broker, same PostgreSQL ----------
-async function connectPeer(adminUrl, kafka, admin, producer, brokers, topic) {
+async function connectPeer(adminUrl, admin, producer, brokers, topic) {
   const unavailable = peerUnavailable();
   if (unavailable) {
     log(`peer connect skipped: ${unavailable}`);
@@ -374,19 +375,15 @@ async function connectPeer(adminUrl, kafka, admin, producer, brokers, topic) {
   const flatTopic = `${topic}-flat`;
   await admin.createTopics({ topics: [{ topic: flatTopic, numPartitions: 6 }], waitForLeaders: true });
   // The same generated events; the sink gets each transaction.updated as the row image our projection builds from it.
-  let batch = [];
-  for (const event of generateEvents({ seed: 42, events: size.ingestEvents })) {
-    const decoded = decodeEvent(Buffer.from(JSON.stringify(event)));
-    if (!decoded.ok || decoded.event.type !== 'transaction.updated') continue;
-    const e = decoded.event;
-    batch.push({ key: e.data.receiptId, value: flatMessage(transactionRow(e.appId, e.data, { version_time: e.time, version_id: e.id })) });
-    if (batch.length === 2000) {
-      await producer.send({ topic: flatTopic, acks: -1, messages: batch });
-      batch = [];
+  await sendAll(producer, flatTopic, (function* () {
+    for (const event of generateEvents({ seed: 42, events: size.ingestEvents })) {
+      const decoded = decodeEvent(Buffer.from(JSON.stringify(event)));
+      if (!decoded.ok || decoded.event.type !== 'transaction.updated') continue;
+      const e = decoded.event;
+      yield { key: e.data.receiptId, value: flatMessage(transactionRow(e.appId, e.data, { version_time: e.time, version_id: e.id })) };
     }
-  }
-  if (batch.length) await producer.send({ topic: flatTopic, acks: -1, messages: batch });
-  const end = (await admin.fetchTopicOffsets(flatTopic)).reduce((s, p) => s + Number(p.high), 0);
+  })());
+  const end = await endOf(admin, flatTopic);
 
   const { ds } = await freshDatabase(adminUrl, 'bench_connect');
   await ds.query(`CREATE TABLE public.transactions (LIKE read_model.transactions INCLUDING ALL)`);
