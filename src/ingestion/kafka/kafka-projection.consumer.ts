@@ -12,6 +12,7 @@ import { BatchAbandoned, Projector } from '../projector.js';
 import { backoffMs } from '../failure-policy.js';
 import { createKafka, dlqTopic } from './kafka-client.js';
 import { fitDeadLetter } from './dead-letter-message.js';
+import { RoundSharing } from './round-sharing.js';
 import { messageSha1 } from '../../projection/apply-batch.js';
 
 /** No fetch or heartbeat answered for this long: the broker counts as unreachable. */
@@ -21,9 +22,6 @@ const CRASH_BUDGET = 5;
 const CRASH_WINDOW_MS = 5 * 60_000;
 const TICK_MS = 1_000;
 const BLOCKED_RECHECK_MS = 5_000;
-
-/** How long after a partition was last at its head backlog batches still share rounds. */
-const HEAD_RECENT_MS = 3000;
 
 /**
  * The live projection from Kafka. Offsets of record live in the read-model database, written in the
@@ -56,8 +54,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   /** Per partition: the message just before the stored offset, to be found unchanged on the next fetch. */
   private readonly anchors = new Map<number, { offset: bigint; sha1: Buffer }>();
   private assigned: number[] = [];
-  /** When a batch last reached its partition's head: live traffic that a backlog must not starve. */
-  private headSeenAt = 0;
+  private readonly sharing: RoundSharing;
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -66,6 +63,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     @Optional() @Inject(PROJECTION_TARGET) private readonly target: ProjectionTarget = LIVE_TARGET,
   ) {
     this.settings = config.kafka!;
+    this.sharing = new RoundSharing(this.settings.roundShareMessages);
     this.topic = this.settings.topic;
   }
 
@@ -303,7 +301,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     }
     const bound = this.target.bounds?.get(batch.partition);
     const bounded = bound === undefined ? batch.messages : batch.messages.filter((m) => BigInt(m.offset) < bound);
-    const within = this.shareRound(batch, bounded);
+    const within = this.sharing.take(batch, bounded);
     if (within.length === 0) {
       // At the bound: fetch again from there later, when the bound may have moved.
       consumer.seek({ topic: batch.topic, partition: batch.partition, offset: String(bound) });
@@ -337,25 +335,6 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     // the rest of the fetched batch (beyond the bound, or left for the next round) is fetched again from here
     if (within.length < batch.messages.length) consumer.seek({ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset });
     await heartbeat();
-  }
-
-  /**
-   * kafkajs fetches again only once every batch of a fetch is applied, so a partition at its head
-   * (live traffic) waits for a whole round of backlog batches (up to KAFKA_MAX_BYTES_PER_PARTITION
-   * each, seconds at a time). While some partition has been at its head within the last seconds, a
-   * backlog batch applies only its first KAFKA_ROUND_SHARE_MESSAGES per round; the rest is fetched again.
-   * With no live partition, batches apply whole (throughput mode). bench/notes.md has the figures.
-   */
-  private shareRound<M extends { offset: string }>(batch: { partition: number; highWatermark: string }, messages: M[]): M[] {
-    if (messages.length === 0) return messages;
-    const lag = BigInt(batch.highWatermark) - BigInt(messages[messages.length - 1].offset) - 1n;
-    const now = Date.now();
-    const share = this.settings.roundShareMessages;
-    if (lag <= BigInt(share)) {
-      this.headSeenAt = now;
-      return messages;
-    }
-    return now - this.headSeenAt < HEAD_RECENT_MS ? messages.slice(0, share) : messages;
   }
 
   /** Inside the batch transaction: if the DLQ cannot be written, the batch is retried. */
