@@ -138,7 +138,11 @@ export function projectEvents(events: readonly PurchaseEvent[]): RowChanges {
 
 /** One snapshot as a row image; on its own it is its transaction's first event. */
 export function transactionRow(appId: string, d: TransactionSnapshot, version: Versioned): TransactionRow {
-  const row: Omit<TransactionRow, 'occurred_at'> = {
+  // One literal, no spreads: this runs for every event of every batch.
+  const purchase_date = d.purchaseDate ?? null;
+  const last_renewal_date = d.lastRenewalDate ?? null;
+  const renewal_date = d.renewalDate ?? null;
+  return {
     app_id: appId,
     transaction_id: d.transactionId,
     receipt_id: d.receiptId,
@@ -146,9 +150,9 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
     product_id: d.productId,
     platform: d.platform,
     sandbox: d.sandbox ?? null,
-    purchase_date: d.purchaseDate ?? null,
-    last_renewal_date: d.lastRenewalDate ?? null,
-    renewal_date: d.renewalDate ?? null,
+    purchase_date,
+    last_renewal_date,
+    renewal_date,
     expiration_date: d.expirationDate ?? null,
     renewal_intent: d.renewalIntent ?? null,
     renewal_intent_change_date: d.renewalIntentChangeDate ?? null,
@@ -169,8 +173,9 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
     amount_usd: d.amountUSD ?? null,
     amount_micros: d.amountMicros ?? null,
     currency: d.currency ?? null,
+    occurred_at: transactionDate({ last_renewal_date, renewal_date, purchase_date }, version.version_time),
     first_event_at: version.version_time,
-    ...version,
+    version_time: version.version_time,
+    version_id: version.version_id,
   };
-  return { ...row, occurred_at: transactionDate(row, version.version_time) };
 }
