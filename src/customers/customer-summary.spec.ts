@@ -1,4 +1,5 @@
-import { accessEnd, summarizeCustomer, type LifecycleTransaction } from './customer-summary.js';
+import fc from 'fast-check';
+import { accessEnd, extendSummary, summarizeCustomer, type LifecycleTransaction } from './customer-summary.js';
 
 // One case per rule of docs/api.md ("Access end", "customerInfo"), expected values written out.
 
@@ -106,5 +107,72 @@ describe('summarizeCustomer', () => {
     const c = tx({ transactionId: 'apple:B', renewalIntent: 'Renew' });
     const d = tx({ transactionId: 'apple:a', renewalIntent: 'Lapse' });
     expect(summarizeCustomer([c, d]).renewalIntent).toBe('Lapse'); // 'a' (0x61) > 'B' (0x42)
+  });
+});
+
+describe('extendSummary', () => {
+  const stored = summarizeCustomer([tx({ transactionId: 'apple:t1', transactionDate: D('2026-01-01'), expirationDate: D('2026-02-01') })]);
+
+  it('a renewal (not replaced, ending later) decides alone', () => {
+    const renewal = tx({ transactionId: 'apple:t2', transactionDate: D('2026-02-01'), expirationDate: D('2026-03-01'), lastRenewalDate: D('2026-02-01'), renewalIntent: 'Lapse' });
+    expect(extendSummary(stored, [renewal])).toEqual({
+      transactionCount: 2,
+      lastPurchaseDate: D('2026-02-01'),
+      expirationDate: D('2026-03-01'),
+      lastRenewalDate: D('2026-02-01'),
+      renewalIntent: 'Lapse',
+    });
+  });
+
+  it('a consumable or a pending purchase leaves the subscription as it was', () => {
+    const consumable = tx({ transactionId: 'apple:c', transactionDate: D('2026-01-20'), expirationDate: null, renewalIntent: null });
+    const pending = tx({ transactionId: 'apple:p', transactionDate: D('2026-01-25'), expirationDate: D('2027-01-01'), isPending: true });
+    expect(extendSummary(stored, [consumable, pending])).toEqual({ ...stored, transactionCount: 3, lastPurchaseDate: D('2026-01-20') });
+  });
+
+  it('cannot decide when the stored facts do not say which subscription was current', () => {
+    // ends earlier: the stored one might be a replaced subscription, which any live one beats
+    expect(extendSummary(stored, [tx({ transactionId: 'apple:t2', expirationDate: D('2026-01-15') })])).toBeUndefined();
+    // ends at the same instant: the tie goes by date and id, which are not stored
+    expect(extendSummary(stored, [tx({ transactionId: 'apple:t2', expirationDate: D('2026-02-01') })])).toBeUndefined();
+    // replaced: never current while a live one exists, and whether one does is not stored
+    expect(extendSummary(stored, [tx({ transactionId: 'apple:t2', expirationDate: D('2027-01-01'), isUpgraded: true })])).toBeUndefined();
+  });
+
+  it('with nothing stored, the added ones decide', () => {
+    const first = tx({ transactionId: 'apple:t1', isUpgraded: true, expirationDate: D('2026-05-01') });
+    expect(extendSummary(summarizeCustomer([]), [first])).toEqual(summarizeCustomer([first]));
+  });
+
+  // Against the full derivation: whenever it answers, it answers what summarizing every transaction does.
+  it('agrees with summarizeCustomer over the whole list whenever it decides', () => {
+    const day = fc.constantFrom('2026-01-01', '2026-02-01', '2026-03-01', '2026-04-01').map(D);
+    const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
+    const transaction = fc.record({
+      transactionId: fc.constantFrom('apple:a', 'apple:B', 'apple:c', 'apple:D'),
+      transactionDate: day,
+      snapshotTime: day,
+      expirationDate: maybe(day),
+      gracePeriodExpirationDate: maybe(day),
+      revocationDate: maybe(day),
+      isPending: maybe(fc.boolean()),
+      isUpgraded: maybe(fc.boolean()),
+      isExpired: maybe(fc.boolean()),
+      isBillingRetryPeriod: maybe(fc.boolean()),
+      cancelationReason: maybe(fc.constantFrom('System.Replaced', 'Customer.Refund')),
+      lastRenewalDate: maybe(day),
+      renewalIntent: maybe(fc.constantFrom('Renew', 'Lapse')),
+    });
+    let decided = 0;
+    fc.assert(
+      fc.property(fc.array(transaction, { maxLength: 6 }), fc.array(transaction, { minLength: 1, maxLength: 4 }), (before, added) => {
+        const extended = extendSummary(summarizeCustomer(before), added);
+        if (extended === undefined) return;
+        decided++;
+        expect(extended).toEqual(summarizeCustomer([...before, ...added]));
+      }),
+      { numRuns: 2000 },
+    );
+    expect(decided).toBeGreaterThan(500);
   });
 });

@@ -98,3 +98,30 @@ export function summarizeCustomer(transactions: readonly LifecycleTransaction[])
     renewalIntent: current?.transaction.renewalIntent ?? null,
   };
 }
+
+/**
+ * The summary once `added` transactions join those `stored` was derived from, when the stored facts
+ * alone decide it; undefined when only the whole list can (the caller then reads it all again).
+ * The stored facts do not say whether the current subscription is a replaced one, nor its date and
+ * id, so an added transaction decides alone only when it grants nothing, or when it is not replaced
+ * and its access ends strictly later than the stored one: then it wins whatever the stored one was.
+ * A renewal is that case, so a batch that only adds renewals does not re-read the customer's history.
+ */
+export function extendSummary(stored: CustomerFacts, added: readonly LifecycleTransaction[]): CustomerFacts | undefined {
+  let lastPurchaseDate = stored.lastPurchaseDate;
+  for (const t of added) {
+    if (t.isPending !== true && (lastPurchaseDate === null || t.transactionDate > lastPurchaseDate)) lastPurchaseDate = t.transactionDate;
+  }
+  const transactionCount = stored.transactionCount + added.length;
+  const best = currentSubscription(added);
+  if (best === undefined) return { ...stored, transactionCount, lastPurchaseDate };
+  const decides = stored.expirationDate === null || (!isReplaced(best.transaction) && best.accessEnd > stored.expirationDate);
+  if (!decides) return undefined;
+  return {
+    transactionCount,
+    lastPurchaseDate,
+    expirationDate: best.accessEnd,
+    lastRenewalDate: best.transaction.lastRenewalDate,
+    renewalIntent: best.transaction.renewalIntent,
+  };
+}

@@ -107,9 +107,12 @@ export const sql = (schema: string) => ({
     ON CONFLICT (app_id, application_username) DO NOTHING
     RETURNING app_id, application_username`,
 
-  /** Every customer row the batch changes, locked once and in key order. */
+  /** Every customer row the batch changes, locked once and in key order, with its stored summary. */
   lockCustomers: `
-    SELECT c.app_id, c.application_username, ${iso('c.first_seen_at')} AS first_seen_at FROM ${schema}.customers c
+    SELECT c.app_id, c.application_username, ${iso('c.first_seen_at')} AS first_seen_at,
+           c.transaction_count, ${iso('c.last_purchase_date')} AS last_purchase_date, ${iso('c.expiration_date')} AS expiration_date,
+           ${iso('c.last_renewal_date')} AS last_renewal_date, c.renewal_intent
+    FROM ${schema}.customers c
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, name) ON c.app_id = k.app_id AND c.application_username = k.name
     ORDER BY c.app_id, c.application_username FOR UPDATE OF c`,
 

@@ -3,7 +3,8 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { decodeEvent, RejectCode, type Decoded } from '../events/decode-event.js';
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { sql } from './apply-batch.sql.js';
-import { refreshSummaries } from './customer-summaries.js';
+import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary } from './customer-summaries.js';
+import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
 import { dayCountDeltas, utcDay } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
@@ -199,6 +200,18 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   // moved transaction left, and every receipt the batch links.
   const receiptKeys = new Map<string, { app_id: string; receipt_id: string }>();
   const touchReceipt = (app_id: string, receipt_id: string) => receiptKeys.set(key2(app_id, receipt_id), { app_id, receipt_id });
+  // Receipts that only gained new transactions (their owners' summaries can be extended), and
+  // receipts whose transactions or owner changed otherwise (their owners' summaries are re-derived).
+  const appended = new Map<string, LifecycleTransaction[]>();
+  const rewritten = new Set<string>();
+  // Whole images of the rows written, so re-deriving a summary reads only what the batch did not write.
+  const writes = { byReceipt: new Map<string, TransactionRow[]>(), keys: new Set<string>(), partial: [] as string[] };
+  const wrote = (t: TransactionRow) => {
+    writes.keys.add(key2(t.app_id, t.transaction_id));
+    const list = writes.byReceipt.get(key2(t.app_id, t.receipt_id)) ?? [];
+    list.push(t);
+    writes.byReceipt.set(key2(t.app_id, t.receipt_id), list);
+  };
 
   if (changes.transactions.length > 0) {
     const txs = sorted(changes.transactions, (t) => key2(t.app_id, t.transaction_id));
@@ -218,13 +231,27 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
       const before = stored.get(k);
       if (!before) {
         txDays.push({ app_id: t.app_id, key: k, day: utcDay(t.occurred_at) });
+        wrote(t);
+        const list = appended.get(key2(t.app_id, t.receipt_id)) ?? [];
+        list.push(lifecycleOf(t));
+        appended.set(key2(t.app_id, t.receipt_id), list);
         continue;
       }
       // The stored row stands in for every snapshot merged into it so far.
       const merged = mergeTransaction({ ...t, ...before } as TransactionRow, t);
-      if (merged.version_id === t.version_id && merged.version_time === t.version_time) overwrite.push(merged);
-      else if (merged.first_event_at !== before.first_event_at) redate.push({ ...before, first_event_at: merged.first_event_at, occurred_at: merged.occurred_at });
-      if (before.receipt_id !== merged.receipt_id) touchReceipt(before.app_id, before.receipt_id);
+      let changed = true;
+      if (merged.version_id === t.version_id && merged.version_time === t.version_time) {
+        overwrite.push(merged);
+        wrote(merged);
+      } else if (merged.first_event_at !== before.first_event_at) {
+        redate.push({ ...before, first_event_at: merged.first_event_at, occurred_at: merged.occurred_at });
+        writes.partial.push(t.transaction_id);
+      } else changed = false; // a stale snapshot
+      if (changed) rewritten.add(key2(t.app_id, t.receipt_id));
+      if (before.receipt_id !== merged.receipt_id) {
+        touchReceipt(before.app_id, before.receipt_id);
+        rewritten.add(key2(before.app_id, before.receipt_id));
+      }
       txDays.push({ app_id: t.app_id, key: k, day: utcDay(merged.occurred_at), previousDay: utcDay(before.occurred_at) });
     }
     if (overwrite.length > 0) await m.query(q.overwriteTransactions, [JSON.stringify(overwrite)]);
@@ -234,7 +261,13 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   }
 
   const affected = new Map<string, { app_id: string; name: string }>();
-  const affect = (app_id: string, name: string) => affected.set(key2(app_id, name), { app_id, name });
+  // The touched receipts each affected customer owns, or owned before this batch.
+  const ownedTouched = new Map<string, string[]>();
+  const affect = (app_id: string, name: string, receiptId: string) => {
+    const k = key2(app_id, name);
+    affected.set(k, { app_id, name });
+    ownedTouched.set(k, [...(ownedTouched.get(k) ?? []), key2(app_id, receiptId)]);
+  };
   const links = sorted(changes.receipts, (r) => key2(r.app_id, r.receipt_id));
   for (const r of links) touchReceipt(r.app_id, r.receipt_id);
   // The advisory locks are taken in hash order inside SQL; the receipt rows themselves are not locked.
@@ -244,18 +277,24 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const createdReceipts = new Set<string>();
   if (links.length > 0) {
     const created = (await m.query(q.insertNewReceipts, [JSON.stringify(links)])) as { app_id: string; receipt_id: string }[];
-    for (const r of created) createdReceipts.add(key2(r.app_id, r.receipt_id));
+    for (const r of created) {
+      createdReceipts.add(key2(r.app_id, r.receipt_id));
+      rewritten.add(key2(r.app_id, r.receipt_id));
+    }
   }
   if (touched.length > 0) {
     const rows = (await m.query(q.readReceipts, touchedArgs)) as StoredReceipt[];
     const storedLinks = new Map(rows.map((r) => [key2(r.app_id, r.receipt_id), r]));
-    for (const r of rows) affect(r.app_id, r.application_username);
+    for (const r of rows) affect(r.app_id, r.application_username, r.receipt_id);
     const won = links.filter((r) => {
       const k = key2(r.app_id, r.receipt_id);
       const before = storedLinks.get(k);
       return !createdReceipts.has(k) && before !== undefined && linkWins(r, before);
     });
-    for (const r of won) affect(r.app_id, r.application_username);
+    for (const r of won) {
+      affect(r.app_id, r.application_username, r.receipt_id);
+      rewritten.add(key2(r.app_id, r.receipt_id));
+    }
     if (won.length > 0) await m.query(q.updateReceipts, [JSON.stringify(won)]);
   }
 
@@ -264,18 +303,24 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   for (const c of seen) customerKeys.set(key2(c.app_id, c.application_username), { app_id: c.app_id, name: c.application_username });
   const customers = sorted([...customerKeys.values()], (c) => key2(c.app_id, c.name));
   const customerDays: Parameters<typeof dayCountDeltas>[0] = [];
+  const storedFacts = new Map<string, CustomerFacts>();
   if (customers.length > 0) {
     // New ones first, then every one locked: a customer another partition's batch created meanwhile
     // is then seen with its committed first_seen_at, never counted as new twice.
     const args = [seen.map((c) => c.app_id), seen.map((c) => c.application_username), seen.map((c) => c.first_seen_at)];
     const inserted = seen.length === 0 ? [] : ((await m.query(q.insertNewCustomers, args)) as { app_id: string; application_username: string }[]);
     const isNew = new Set(inserted.map((r) => key2(r.app_id, r.application_username)));
-    const locked = (await m.query(q.lockCustomers, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as {
-      app_id: string;
-      application_username: string;
-      first_seen_at: string;
-    }[];
+    const locked = (await m.query(q.lockCustomers, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as LockedCustomer[];
     const before = new Map(locked.map((r) => [key2(r.app_id, r.application_username), r.first_seen_at]));
+    for (const r of locked) {
+      storedFacts.set(key2(r.app_id, r.application_username), {
+        transactionCount: r.transaction_count,
+        lastPurchaseDate: r.last_purchase_date,
+        expirationDate: r.expiration_date,
+        lastRenewalDate: r.last_renewal_date,
+        renewalIntent: r.renewal_intent,
+      });
+    }
     // first_seen_at only ever moves earlier
     const lowered = seen.filter((c) => {
       const k = key2(c.app_id, c.application_username);
@@ -302,8 +347,37 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     if (emptied.length > 0) await m.query(q.dropEmptyDays(table), [emptied.map((d) => d.app_id), emptied.map((d) => d.day)]);
   }
 
-  await refreshSummaries(m, schema, sorted([...affected.values()], (c) => key2(c.app_id, c.name)));
+  // A customer whose receipts only gained transactions has its stored summary extended when that
+  // decides it (extendSummary); otherwise its summary is derived again from all it owns.
+  const rederive: CustomerKey[] = [];
+  const extended: ExtendedSummary[] = [];
+  for (const c of sorted([...affected.values()], (c) => key2(c.app_id, c.name))) {
+    const k = key2(c.app_id, c.name);
+    const receipts = ownedTouched.get(k) ?? [];
+    const facts = storedFacts.get(k);
+    if (facts === undefined || receipts.some((r) => rewritten.has(r))) {
+      rederive.push(c);
+      continue;
+    }
+    const added = receipts.flatMap((r) => appended.get(r) ?? []);
+    if (added.length === 0) continue; // only stale snapshots or losing links: nothing it owns changed
+    const next = extendSummary(facts, added);
+    if (next === undefined) rederive.push(c);
+    else extended.push({ ...c, facts: next });
+  }
+  await refreshSummaries(m, schema, rederive, extended, writes);
 }
+
+type LockedCustomer = {
+  app_id: string;
+  application_username: string;
+  first_seen_at: string;
+  transaction_count: number;
+  last_purchase_date: string | null;
+  expiration_date: string | null;
+  last_renewal_date: string | null;
+  renewal_intent: string | null;
+};
 
 /** A reason may quote what was refused; dead-lettering must not fail on the same content. */
 const storableText = (text: string) => text.replaceAll('\u0000', '\\u0000').toWellFormed();

@@ -1,82 +1,102 @@
 import type { EntityManager } from 'typeorm';
-import { summarizeCustomer, type LifecycleTransaction } from '../customers/customer-summary.js';
+import { summarizeCustomer, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
+import type { TransactionRow } from './project-events.js';
 import { customerSummarySql } from './customer-summary.sql.js';
 
 export type CustomerKey = { app_id: string; name: string };
 
-type TransactionFacts = {
-  app_id: string;
-  application_username: string;
-  transaction_id: string;
-  transaction_date: string;
-  snapshot_time: string;
-  expiration_date: string | null;
-  grace_period_expiration_date: string | null;
-  revocation_date: string | null;
-  is_pending: boolean | null;
-  is_upgraded: boolean | null;
-  is_expired: boolean | null;
-  is_billing_retry_period: boolean | null;
-  cancelation_reason: string | null;
-  last_renewal_date: string | null;
-  renewal_intent: string | null;
-};
+type OwnedReceipt = { app_id: string; application_username: string; receipt_id: string };
+
+/** The columns of a transaction row the rules read (lifecycleOf). */
+type TransactionFacts = Pick<
+  TransactionRow,
+  | 'transaction_id' | 'occurred_at' | 'version_time' | 'expiration_date' | 'grace_period_expiration_date' | 'revocation_date'
+  | 'is_pending' | 'is_upgraded' | 'is_expired' | 'is_billing_retry_period' | 'cancelation_reason' | 'last_renewal_date' | 'renewal_intent'
+>;
 
 const key = (appId: string, name: string) => `${appId}\u0000${name}`;
 
 /**
- * Recomputes and stores the summaries of the given customers (sorted by key, rows already locked
- * by the caller) from the transactions of the receipts they own now.
+ * The transaction rows the calling batch wrote, by receipt key: the read leaves out what this
+ * PostgreSQL transaction wrote and these images stand in, except `partial` ids (rows whose whole
+ * image the writer does not hold), which are read.
  */
-export async function refreshSummaries(m: Pick<EntityManager, 'query'>, schema: string, customers: readonly CustomerKey[]): Promise<void> {
-  if (customers.length === 0) return;
+export type BatchWrites = { byReceipt: ReadonlyMap<string, readonly TransactionRow[]>; keys: ReadonlySet<string>; partial: readonly string[] };
+
+/** A summary the caller derived without reading the customer's transactions (extendSummary). */
+export type ExtendedSummary = CustomerKey & { facts: CustomerFacts };
+
+/** What the rules read of a transaction row, in the projection's row image. */
+export const lifecycleOf = (t: TransactionFacts): LifecycleTransaction => ({
+  transactionId: t.transaction_id,
+  transactionDate: t.occurred_at,
+  snapshotTime: t.version_time,
+  expirationDate: t.expiration_date,
+  gracePeriodExpirationDate: t.grace_period_expiration_date,
+  revocationDate: t.revocation_date,
+  isPending: t.is_pending,
+  isUpgraded: t.is_upgraded,
+  isExpired: t.is_expired,
+  isBillingRetryPeriod: t.is_billing_retry_period,
+  cancelationReason: t.cancelation_reason,
+  lastRenewalDate: t.last_renewal_date,
+  renewalIntent: t.renewal_intent,
+});
+
+/**
+ * Recomputes the summaries of the given customers (sorted by key, rows already locked by the
+ * caller) from the transactions of the receipts they own now, and stores them with the `extended`
+ * ones, whose receipts did not change.
+ */
+export async function refreshSummaries(
+  m: Pick<EntityManager, 'query'>,
+  schema: string,
+  customers: readonly CustomerKey[],
+  extended: readonly ExtendedSummary[] = [],
+  writes?: BatchWrites,
+): Promise<void> {
+  if (customers.length === 0 && extended.length === 0) return;
   const q = customerSummarySql(schema);
-  const rows = (await m.query(q.owned, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as (Partial<TransactionFacts> &
-    Pick<TransactionFacts, 'app_id' | 'application_username'> & { receipt_id: string })[];
+  const rows =
+    customers.length === 0
+      ? []
+      : ((await m.query(
+          writes ? q.ownedBesidesOwnWrites : q.owned,
+          writes ? [customers.map((c) => c.app_id), customers.map((c) => c.name), writes.partial] : [customers.map((c) => c.app_id), customers.map((c) => c.name)],
+        )) as (Partial<TransactionFacts> & OwnedReceipt)[]);
 
   const receiptIds = new Map<string, string[]>();
+  const owned = new Map<string, LifecycleTransaction[]>();
   for (const r of rows) {
     const k = key(r.app_id, r.application_username);
-    const list = receiptIds.get(k) ?? [];
-    if (list[list.length - 1] !== r.receipt_id) list.push(r.receipt_id);
-    receiptIds.set(k, list);
+    const receipts = receiptIds.get(k) ?? [];
+    const transactions = owned.get(k) ?? [];
+    receiptIds.set(k, receipts);
+    owned.set(k, transactions);
+    if (receipts[receipts.length - 1] !== r.receipt_id) {
+      receipts.push(r.receipt_id);
+      for (const t of writes?.byReceipt.get(key(r.app_id, r.receipt_id)) ?? []) transactions.push(lifecycleOf(t));
+    }
+    if (typeof r.transaction_id === 'string' && !writes?.keys.has(key(r.app_id, r.transaction_id))) transactions.push(lifecycleOf(r as TransactionFacts));
   }
-  const transactions = rows.filter((r): r is TransactionFacts & { receipt_id: string } => typeof r.transaction_id === 'string');
-  const owned = new Map<string, LifecycleTransaction[]>();
-  for (const t of transactions) {
-    const k = key(t.app_id, t.application_username);
-    const list = owned.get(k) ?? [];
-    list.push({
-      transactionId: t.transaction_id,
-      transactionDate: t.transaction_date,
-      snapshotTime: t.snapshot_time,
-      expirationDate: t.expiration_date,
-      gracePeriodExpirationDate: t.grace_period_expiration_date,
-      revocationDate: t.revocation_date,
-      isPending: t.is_pending,
-      isUpgraded: t.is_upgraded,
-      isExpired: t.is_expired,
-      isBillingRetryPeriod: t.is_billing_retry_period,
-      cancelationReason: t.cancelation_reason,
-      lastRenewalDate: t.last_renewal_date,
-      renewalIntent: t.renewal_intent,
-    });
-    owned.set(k, list);
-  }
-  const summaries = customers.map((c) => {
-    const k = key(c.app_id, c.name);
-    const facts = summarizeCustomer(owned.get(k) ?? []);
-    return {
-      app_id: c.app_id,
-      application_username: c.name,
-      receipt_ids: receiptIds.get(k) ?? [],
-      transaction_count: facts.transactionCount,
-      last_purchase_date: facts.lastPurchaseDate,
-      expiration_date: facts.expirationDate,
-      last_renewal_date: facts.lastRenewalDate,
-      renewal_intent: facts.renewalIntent,
-    };
+  const summary = (c: CustomerKey, facts: CustomerFacts, receipt_ids?: string[]) => ({
+    app_id: c.app_id,
+    application_username: c.name,
+    // left out (undefined): the stored list stays
+    receipt_ids,
+    transaction_count: facts.transactionCount,
+    last_purchase_date: facts.lastPurchaseDate,
+    expiration_date: facts.expirationDate,
+    last_renewal_date: facts.lastRenewalDate,
+    renewal_intent: facts.renewalIntent,
   });
+  const summaries = [
+    ...customers.map((c) => {
+      const k = key(c.app_id, c.name);
+      return summary(c, summarizeCustomer(owned.get(k) ?? []), receiptIds.get(k) ?? []);
+    }),
+    ...extended.map((e) => summary(e, e.facts)),
+  ];
   await m.query(q.store, [JSON.stringify(summaries)]);
 }
 

@@ -4,33 +4,39 @@
 
 export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
-export const customerSummarySql = (schema: string) => ({
-  /**
-   * Every receipt the given customers ($1 app ids, $2 usernames) own, with its transactions (none:
-   * one row of nulls). No row locks: batches touching the same receipt are serialised by the
-   * writer's receipt locks (apply-batch.sql.ts, lockReceiptKeys), which is what keeps this read
-   * from missing a concurrent batch's change.
-   */
-  owned: `
+/**
+ * Every receipt the given customers ($1 app ids, $2 usernames) own, with its transactions (none:
+ * one row of nulls). No row locks: batches touching the same receipt are serialised by the
+ * writer's receipt locks (apply-batch.sql.ts, lockReceiptKeys), which is what keeps this read
+ * from missing a concurrent batch's change. `besidesOwnWrites`: without the rows this transaction
+ * wrote, except the ids in $3 (the writer holds the others' images already).
+ */
+const owned = (schema: string, besidesOwnWrites: boolean) => `
     SELECT r.app_id, r.application_username, r.receipt_id, t.*
     FROM unnest($1::text[], $2::text[]) AS k(app_id, name)
     JOIN ${schema}.receipts r ON r.app_id = k.app_id AND r.application_username = k.name
     LEFT JOIN LATERAL (
       SELECT t.transaction_id,
-             ${iso('t.occurred_at')} AS transaction_date, ${iso('t.version_time')} AS snapshot_time,
+             ${iso('t.occurred_at')} AS occurred_at, ${iso('t.version_time')} AS version_time,
              ${iso('t.expiration_date')} AS expiration_date,
              ${iso('t.grace_period_expiration_date')} AS grace_period_expiration_date,
              ${iso('t.revocation_date')} AS revocation_date,
              t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
              ${iso('t.last_renewal_date')} AS last_renewal_date, t.renewal_intent
       FROM ${schema}.transactions t WHERE t.app_id = r.app_id AND t.receipt_id = r.receipt_id
+      ${besidesOwnWrites ? 'AND (t.xmin <> pg_current_xact_id()::xid OR t.transaction_id = ANY($3::text[]))' : ''}
     ) t ON true
-    ORDER BY r.app_id, r.application_username, r.receipt_id COLLATE "C"`,
+    ORDER BY r.app_id, r.application_username, r.receipt_id COLLATE "C"`;
 
-  /** Stores computed summaries; one row per customer, in key order. */
+export const customerSummarySql = (schema: string) => ({
+  owned: owned(schema, false),
+  ownedBesidesOwnWrites: owned(schema, true),
+
+  /** Stores computed summaries; one row per customer, in key order. Without receipt_ids, the stored list stays. */
   store: `
     UPDATE ${schema}.customers c SET
-      receipt_ids = ARRAY(SELECT json_array_elements_text(s.receipt_ids)), transaction_count = s.transaction_count,
+      receipt_ids = CASE WHEN s.receipt_ids IS NULL THEN c.receipt_ids ELSE ARRAY(SELECT json_array_elements_text(s.receipt_ids)) END,
+      transaction_count = s.transaction_count,
       last_purchase_date = s.last_purchase_date, expiration_date = s.expiration_date,
       last_renewal_date = s.last_renewal_date, renewal_intent = s.renewal_intent
     FROM json_to_recordset($1::json) AS s(app_id text, application_username text, receipt_ids json, transaction_count int,
