@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { expectEventually } from '../utils/expect-eventually.js';
 import { createTopic, produce, testKafka, uniqueTopic, waitUntilCaughtUp } from '../utils/kafka.js';
 import { runCli } from '../utils/processes.js';
-import { expectEqualsFromScratch } from '../utils/read-models.js';
+import { expectEqualsFromScratch, snapshotReadModels } from '../utils/read-models.js';
 import { scenarioEvents, toBuffers } from '../utils/scenario.js';
 
 // What the operator or the infrastructure can do to the log under the read models: a recreated
@@ -151,6 +151,39 @@ describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
     await expectEventually(async () => expect((await ready()).status).toBe(200), 60_000);
     await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
     await expectEqualsFromScratch(db.dataSource, [...first, ...second.slice(cut - first.length)]);
+  });
+
+  it('a topic recreated while a rebuild reads it: the rebuild stops and says so, its generation is dropped, live is untouched', async () => {
+    const before = events(8, 60);
+    await createTopic(topic, 2, broker.brokers);
+    await start();
+    // small record batches, so the rebuild's small fetches stage the log in many steps
+    for (let i = 0; i < before.length; i += 10) await produce(topic, before.slice(i, i + 10), broker.brokers);
+    await waitUntilCaughtUp(db.dataSource, topic, 60_000, broker.brokers);
+    await stop();
+    const live = await snapshotReadModels(db.dataSource);
+    const killed = await runCli(['rebuild'], { DATABASE_URL: db.url, ...env(), KAFKA_MAX_BYTES_PER_PARTITION: '8192', FAILPOINTS: 'after-db-commit:1' });
+    expect(killed.code).toBeNull(); // killed after staging its first batch
+    await recreate(2);
+    const after = events(9, 2);
+    await produce(topic, after, broker.brokers);
+
+    // resumed: the staged offsets lie beyond the new log, which would never reach the old targets
+    const failed = await cli(['rebuild']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/rebuild #1 abandoned and read_model_next dropped: the log changed while it was being read \(partition \d: .+\)/);
+    expect(await db.dataSource.query(`SELECT status, report->>'reason' AS reason FROM public.rebuilds`)).toEqual([
+      { status: 'aborted', reason: expect.stringContaining('the log changed while it was being read') },
+    ]);
+    expect(await db.dataSource.query(`SELECT 1 FROM pg_namespace WHERE nspname = 'read_model_next'`)).toEqual([]);
+    expect(await snapshotReadModels(db.dataSource)).toEqual(live);
+
+    // the operator's way back: live offsets into the new log, then a rebuild from it alone
+    for (const partition of ['0', '1']) expect((await cli(['offsets', 'reset', '--to', 'earliest', '--partition', partition])).code).toBe(0);
+    const rebuilt = await cli(['rebuild']);
+    expect(rebuilt.stderr).toBe('');
+    expect(rebuilt.code).toBe(0);
+    await expectEqualsFromScratch(db.dataSource, after);
   });
 
   it('broker away: readiness says so and lag stays exported (stale); back with its data: ready and caught up', async () => {

@@ -29,6 +29,9 @@ export type RebuildResult =
 
 export class RebuildError extends Error {}
 
+/** The log a generation is read from changed under it (recreated, truncated): what it holds is void. */
+class LogChangedError extends Error {}
+
 type Offsets = Map<number, bigint>;
 type Runner = { consumer: KafkaProjectionConsumer | EventLogConsumer; stop(): Promise<void> };
 
@@ -57,8 +60,8 @@ export class Rebuilder {
     const started = Date.now();
     await this.lock();
     let runner: Runner | undefined;
+    const schema = GENERATION_SCHEMA[kind];
     try {
-      const schema = GENERATION_SCHEMA[kind];
       const topic = this.topic;
       const [existing] = (await this.db.query(rebuildSql.running, [schema])) as { id: string; target_offsets: Record<string, string>; changes_from: string | null }[];
       const resumed = kind === 'rebuild' && existing !== undefined;
@@ -84,7 +87,7 @@ export class Rebuilder {
       if (await isStaging(this.db, schema)) await this.bulkLoad(kind, schema, new Map(bounds));
       runner = await this.startRunner({ schema, groupId: `${this.config.kafka?.groupId ?? 'embedded'}.${kind}`, bounds });
 
-      await this.waitFor(schema, target, 'replaying', bounds, kind === 'verify');
+      await this.waitFor(schema, target, 'replaying', bounds, runner, kind === 'verify');
       if (kind === 'verify') {
         const differences = await this.verifyAgainstLive(schema, bounds);
         await runner.stop();
@@ -94,17 +97,35 @@ export class Rebuilder {
         return { kind, id, differences, events: sum(await this.logEndOffsets()), seconds: (Date.now() - started) / 1000 };
       }
 
-      await this.catchUp(schema, bounds);
+      await this.catchUp(schema, bounds, runner);
       const generation = await this.switchGenerations(schema, bounds, id, changesFrom);
       await runner.stop();
       runner = undefined;
       await this.db.query(`DROP SCHEMA IF EXISTS read_model_previous CASCADE`);
       return { kind, id, resumed, generation, events: sum(await this.offsets('read_model')), seconds: (Date.now() - started) / 1000 };
+    } catch (error) {
+      if (!(error instanceof LogChangedError)) throw error;
+      await runner?.stop();
+      runner = undefined;
+      const ids = await this.abandon(schema, error.message);
+      throw new RebuildError(
+        `${kind} ${ids.map((i) => `#${i}`).join(', ')} abandoned and ${schema} dropped: the log changed while it was being read (${error.message}). ` +
+          'The live read models are untouched; bring the live offsets back within the log if they are blocked too (offsets reset, docs/operations.md), then run it again',
+      );
     } finally {
       this.progress.stop();
       await runner?.stop();
       await this.unlock();
     }
+  }
+
+  /** Marks the rebuilds writing `schema` aborted, with the reason, and drops it; returns their ids. */
+  private async abandon(schema: string, reason: string): Promise<string[]> {
+    const running = (await this.db.query(rebuildSql.anyRunning)) as { id: string; schema_name: string }[];
+    const mine = running.filter((r) => r.schema_name === schema);
+    await this.db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    for (const r of mine) await this.db.query(rebuildSql.finish, [r.id, 'aborted', JSON.stringify({ reason: `the log changed while it was being read: ${reason}` })]);
+    return mine.map((r) => r.id);
   }
 
   /** Drops the generation being built; the live one is untouched. */
@@ -177,7 +198,7 @@ export class Rebuilder {
   private async bulkLoad(kind: RebuildKind, schema: string, bounds: Offsets): Promise<void> {
     const runner = await this.startRunner({ schema, groupId: `${this.config.kafka?.groupId ?? 'embedded'}.${kind}`, bounds, stage: true });
     try {
-      await this.waitFor(schema, bounds, 'staging', bounds);
+      await this.waitFor(schema, bounds, 'staging', bounds, runner);
     } finally {
       await runner.stop();
     }
@@ -210,7 +231,6 @@ export class Rebuilder {
     return new Map(rows.map((r) => [r.partition, BigInt(r.next_offset)]));
   }
 
-  /** Next offset to be written per partition of the log right now. */
   /**
    * A generation built from a log that no longer starts at offset 0 would hold only the retained
    * events, and switching to it would drop everything older: refused unless asked for.
@@ -225,6 +245,7 @@ export class Rebuilder {
     );
   }
 
+  /** Next offset to be written per partition of the log right now. */
   private async logEndOffsets(): Promise<Offsets> {
     if (!this.config.kafka) {
       const offsets = await eventLogEndOffsets(this.db, this.topic);
@@ -240,9 +261,14 @@ export class Rebuilder {
     }
   }
 
-  /** Waits until the generation's offsets reach `goal` on every partition, reporting progress. */
-  private async waitFor(schema: string, goal: Offsets, phase: 'staging' | 'replaying' | 'catching up', bounds: Offsets, followLive = false): Promise<void> {
+  /**
+   * Waits until the generation's offsets reach `goal` on every partition, reporting progress. A
+   * partition the runner finds blocked (its offsets no longer in the log) would never get there.
+   */
+  private async waitFor(schema: string, goal: Offsets, phase: 'staging' | 'replaying' | 'catching up', bounds: Offsets, runner: Runner, followLive = false): Promise<void> {
     for (;;) {
+      const health = runner.consumer.health();
+      if (health.state === 'blocked') throw new LogChangedError(health.reason ?? 'a partition is blocked');
       if (followLive) for (const [p, o] of await this.offsets('read_model')) bounds.set(p, o);
       const at = await this.offsets(schema);
       const effectiveGoal = followLive ? new Map([...goal].map(([p, o]) => [p, (bounds.get(p) ?? 0n) < o ? bounds.get(p) ?? 0n : o])) : goal;
@@ -253,11 +279,11 @@ export class Rebuilder {
   }
 
   /** Follows the live projection until the new generation is close behind it. */
-  private async catchUp(schema: string, bounds: Offsets): Promise<void> {
+  private async catchUp(schema: string, bounds: Offsets, runner: Runner): Promise<void> {
     for (let round = 0; round < 3; round++) {
       const live = await this.offsets('read_model');
       for (const [p, o] of live) if (o > (bounds.get(p) ?? 0n)) bounds.set(p, o);
-      await this.waitFor(schema, live, 'catching up', bounds);
+      await this.waitFor(schema, live, 'catching up', bounds, runner);
     }
   }
 
