@@ -11,6 +11,17 @@ const LEVELS: Record<number, 'error' | 'warn' | 'log' | 'debug'> = {
 
 const CONNECTION_NAMESPACES = new Set(['Connection', 'BrokerPool', 'Cluster', 'Runner', 'ConsumerGroup']);
 
+// kafkajs 2.2.4 schedules its request queue's next check at `throttledUntil - Date.now()` with
+// throttledUntil -1 when unthrottled; Node 24+ warns on every such timer (TimeoutNegativeWarning,
+// tulios/kafkajs#1751, unfixed upstream). Node clamps it to 1 ms, the immediate check kafkajs
+// means, so only that warning from that caller is dropped; any other still reaches stderr.
+const emitWarning = process.emitWarning;
+process.emitWarning = function (this: NodeJS.Process, warning: string | Error, ...rest: unknown[]) {
+  const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
+  if (type === 'TimeoutNegativeWarning' && /kafkajs[\\/]src[\\/]network[\\/]requestQueue/.test(new Error().stack ?? '')) return;
+  return (emitWarning as (...args: unknown[]) => void).call(this, warning, ...rest);
+} as typeof process.emitWarning;
+
 export function createKafka(settings: KafkaSettings, clientIdSuffix = ''): Kafka {
   const logger = new Logger('kafkajs');
   return new Kafka({
