@@ -9,6 +9,7 @@ import { createTopic, kafkaBrokers, produce, readAll, testKafka, uniqueTopic, wa
 import { runCli, startService } from '../utils/processes.js';
 import { expectEqualsFromScratch } from '../utils/read-models.js';
 import { scenarioEvents, toBuffers } from '../utils/scenario.js';
+import { KafkaProjectionConsumer } from '../../src/ingestion/kafka/kafka-projection.consumer.js';
 
 import { jest } from '@jest/globals';
 
@@ -120,12 +121,13 @@ describe('ingestion from Kafka (e2e, real broker and PostgreSQL)', () => {
     await sync.expectListedRows(); // a change-feed client polling through the rebalances missed nothing
   });
 
-  it('shares fetch rounds between a backlog and a partition at its head without losing or doubling events', async () => {
+  it('shares fetch rounds between a backlog and a partition at its head without losing or doubling events, through a rebalance', async () => {
     const topic = uniqueTopic('share');
     await createTopic(topic, 3);
     const values = toBuffers(scenarioEvents({ seed: 42, customers: 1500 }));
-    const live = values.slice(0, 300);
-    const backlog = values.slice(300);
+    const live = values.slice(0, 400);
+    const backlog = values.slice(400);
+    const holds = jest.spyOn(KafkaProjectionConsumer.prototype as unknown as { hold(): void }, 'hold');
     const producer = testKafka().producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     try {
@@ -133,10 +135,18 @@ describe('ingestion from Kafka (e2e, real broker and PostgreSQL)', () => {
       for (let i = 0; i < backlog.length; i += 500) {
         await producer.send({ topic, acks: -1, messages: backlog.slice(i, i + 500).map((value, j) => ({ value, partition: 1 + ((i + j) % 2) })) });
       }
-      // small fetches and shares, so backlog batches are cut while partition 0 is at its head
-      apps.push(await startTestApp({ databaseUrl: db.url, env: { ...kafkaEnv(topic), KAFKA_MAX_BYTES_PER_PARTITION: '131072', KAFKA_ROUND_SHARE_MESSAGES: '40' } }));
-      // live traffic on partition 0 while the backlog is consumed
+      // small fetches and shares, so backlog batches are cut (and their rests held) while partition 0 is at its head
+      const env = { ...kafkaEnv(topic), KAFKA_MAX_BYTES_PER_PARTITION: '131072', KAFKA_ROUND_SHARE_MESSAGES: '40' };
+      const first = await startTestApp({ databaseUrl: db.url, env });
+      apps.push(first);
+      // live traffic on partition 0 while the backlog is consumed; halfway, a second member joins
+      // and the first leaves, so partitions move while rests are held
       for (let i = 0; i < live.length; i += 10) {
+        if (i === 200) apps.push(await startTestApp({ databaseUrl: db.url, env }));
+        if (i === 300) {
+          await first.close();
+          apps.splice(apps.indexOf(first), 1);
+        }
         await producer.send({ topic, acks: -1, messages: live.slice(i, i + 10).map((value) => ({ value, partition: 0 })) });
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -145,6 +155,8 @@ describe('ingestion from Kafka (e2e, real broker and PostgreSQL)', () => {
     }
     await waitUntilCaughtUp(db.dataSource, topic, 90_000);
     await expectSameAsFromScratch(db, values);
+    expect(holds).toHaveBeenCalled();
+    holds.mockRestore();
   });
 
   it('recovers from a broker restart during ingest', async () => {

@@ -5,15 +5,22 @@ import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig, type KafkaSettings } from '../../config/app-config.js';
 import type { BlockedPartition, ConsumerHealth, ConsumerStatus } from '../../health/consumer-status.js';
 import { failpoint } from '../../common/failpoint.js';
-import type { DeadLetter } from '../../projection/apply-batch.js';
+import type { BatchOutcome, DeadLetter, LogMessage } from '../../projection/apply-batch.js';
 import { describePosition, positionProblem, type PartitionPosition } from '../positions/log-positions.js';
 import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
-import { BatchAbandoned, Projector } from '../projector.js';
+import { BatchAbandoned, Projector, type RetryControl } from '../projector.js';
 import { backoffMs } from '../failure-policy.js';
 import { createKafka, dlqTopic } from './kafka-client.js';
 import { fitDeadLetter } from './dead-letter-message.js';
 import { RoundSharing } from './round-sharing.js';
 import { messageSha1 } from '../../projection/apply-batch.js';
+
+const logMessage = (m: { offset: string; key: Buffer | null; value: Buffer | null; timestamp?: string }): LogMessage => ({
+  offset: m.offset,
+  key: m.key ?? null,
+  value: m.value,
+  timestamp: m.timestamp,
+});
 
 /** No fetch or heartbeat answered for this long: the broker counts as unreachable. */
 const BROKER_SILENCE_MS = 15_000;
@@ -55,6 +62,14 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   private readonly anchors = new Map<number, { offset: bigint; sha1: Buffer }>();
   private assigned: number[] = [];
   private readonly sharing: RoundSharing;
+  /**
+   * Partitions paused by round sharing, with the rest of their last fetched batch: applied here in
+   * shares (drainHeld) instead of being fetched and decoded again every round, then resumed.
+   */
+  private readonly held = new Map<number, { rest: LogMessage[]; logEnd: bigint }>();
+  /** Bumped whenever partitions are placed anew (assignment, restart): held work from before is void. */
+  private placement = 0;
+  private draining?: Promise<void>;
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -106,6 +121,9 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   }
 
   private async disconnect(): Promise<void> {
+    this.placement++;
+    this.held.clear();
+    await this.draining;
     await this.consumer?.disconnect().catch(() => undefined);
     await this.producer?.disconnect().catch(() => undefined);
     await this.admin?.disconnect().catch(() => undefined);
@@ -204,6 +222,11 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
 
   private async onAssignment(consumer: Consumer, assignment: Record<string, number[]>): Promise<void> {
     this.assigned = assignment[this.settings.topic] ?? [];
+    // Every assigned partition is placed (sought) again below; held rests are fetched again.
+    this.placement++;
+    if (this.held.size > 0) consumer.resume([{ topic: this.settings.topic, partitions: [...this.held.keys()] }]);
+    this.held.clear();
+    this.sharing.assigned();
     for (const partition of [...this.blocked.keys()]) if (!this.assigned.includes(partition)) this.blocked.delete(partition);
     this.nextOffsets.clear();
     this.anchors.clear();
@@ -281,7 +304,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   }
 
   private async onBatch(consumer: Consumer, { batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload): Promise<void> {
-    if (batch.messages.length === 0 || !isRunning() || isStale() || this.blocked.has(batch.partition)) return;
+    if (batch.messages.length === 0 || !isRunning() || isStale() || this.blocked.has(batch.partition) || this.held.has(batch.partition)) return;
     // The log now ends before what was projected: the topic was recreated or truncated under us
     // (kafkajs would otherwise reset the fetch position and the stored offset would hide new events).
     const expected = this.nextOffsets.get(batch.partition);
@@ -308,33 +331,90 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       await new Promise((r) => setTimeout(r, 200));
       return;
     }
-    const messages = within.map((m) => ({ offset: m.offset, key: m.key ?? null, value: m.value, timestamp: m.timestamp }));
+    const messages = within.map(logMessage);
     const control = { shouldContinue: () => isRunning() && !isStale() && !this.stopping, heartbeat };
+    const outcome = await this.applyMessages(consumer, batch.partition, messages, BigInt(batch.highWatermark), control);
+    if (outcome === undefined) return;
+    resolveOffset(messages[messages.length - 1].offset);
+    if (within.length < bounded.length) this.hold(consumer, batch.partition, bounded.slice(within.length).map(logMessage), BigInt(batch.highWatermark));
+    // beyond the bound: fetched again from here
+    else if (within.length < batch.messages.length) consumer.seek({ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset });
+    await heartbeat();
+  }
+
+  /** Applies messages of one partition in one batch; undefined when given up or the partition was blocked. */
+  private async applyMessages(consumer: Consumer, partition: number, messages: LogMessage[], logEnd: bigint, control: RetryControl): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
     let outcome;
     try {
-      outcome = await this.projector.apply({ topic: batch.topic, partition: batch.partition, messages }, control, {
+      outcome = await this.projector.apply({ topic: this.settings.topic, partition, messages }, control, {
         schema: this.target.schema,
         stage: this.target.stage,
         beforeCommit: (deadLetters) => this.publishDeadLetters(deadLetters),
       });
       failpoint('after-db-commit');
     } catch (error) {
-      if (error instanceof BatchAbandoned) return;
+      if (error instanceof BatchAbandoned) return undefined;
       throw error;
     }
     if (outcome.kind === 'gap') {
       // Events between the stored offset and this batch no longer exist (retention passed them):
       // never skipped silently. The next look at the partition names the offsets.
-      const low = BigInt(messages[0].offset);
-      this.block(consumer, { partition: batch.partition, logStart: low, logEnd: BigInt(batch.highWatermark), stored: BigInt(outcome.storedOffset) });
-      return;
+      this.block(consumer, { partition, logStart: BigInt(messages[0].offset), logEnd, stored: BigInt(outcome.storedOffset) });
+      return undefined;
     }
-    this.nextOffsets.set(batch.partition, BigInt(outcome.nextOffset));
-    resolveOffset(messages[messages.length - 1].offset);
-    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset }]);
-    // the rest of the fetched batch (beyond the bound, or left for the next round) is fetched again from here
-    if (within.length < batch.messages.length) consumer.seek({ topic: batch.topic, partition: batch.partition, offset: outcome.nextOffset });
-    await heartbeat();
+    this.nextOffsets.set(partition, BigInt(outcome.nextOffset));
+    // Kafka's committed offsets only inform lag tools; a partition given up meanwhile is not ours to commit
+    if (control.shouldContinue()) await consumer.commitOffsets([{ topic: this.settings.topic, partition, offset: outcome.nextOffset }]);
+    return outcome;
+  }
+
+  /** Keeps the rest of a batch cut by round sharing, with its partition paused until it is applied. */
+  private hold(consumer: Consumer, partition: number, rest: LogMessage[], logEnd: bigint): void {
+    this.held.set(partition, { rest, logEnd });
+    consumer.pause([{ topic: this.settings.topic, partitions: [partition] }]);
+    this.logger.debug({ partition, messages: rest.length, msg: 'holding the rest of a backlog batch while a partition has live traffic' });
+    this.drainHeld(consumer);
+  }
+
+  /**
+   * Applies held rests one share at a time, partition after partition, beside the kafkajs workers
+   * (which keep serving the partitions with live traffic); once no partition has live traffic, a
+   * rest applies whole. A drained partition resumes from its offset of record.
+   */
+  private drainHeld(consumer: Consumer): void {
+    if (this.draining) return;
+    const placement = this.placement;
+    const current = () => placement === this.placement && !this.stopping;
+    const control: RetryControl = { shouldContinue: current };
+    const drain = async () => {
+      for (let next = this.held.entries().next(); !next.done && current(); next = this.held.entries().next()) {
+        const [partition, { rest, logEnd }] = next.value;
+        const share = this.sharing.isLive() ? rest.slice(0, this.settings.roundShareMessages) : rest;
+        const outcome = await this.applyMessages(consumer, partition, share, logEnd, control);
+        if (!current()) return;
+        this.held.delete(partition);
+        if (outcome !== undefined && share.length < rest.length) {
+          this.held.set(partition, { rest: rest.slice(share.length), logEnd }); // to the end: partitions take turns
+          continue;
+        }
+        if (this.blocked.has(partition)) continue;
+        consumer.seek({ topic: this.settings.topic, partition, offset: String(this.nextOffsets.get(partition) ?? rest[0].offset) });
+        consumer.resume([{ topic: this.settings.topic, partitions: [partition] }]);
+      }
+    };
+    this.draining = drain()
+      .catch((error: Error) => {
+        // as a crash inside kafkajs' eachBatch would be: start again from the offsets of record
+        this.crashes.push(Date.now());
+        this.logger.error({ err: error.message, msg: 'applying a held backlog failed; restarting the consumer' });
+        this.held.clear();
+        this.scheduleRestart();
+      })
+      .finally(() => {
+        this.draining = undefined;
+        // held while the loop was ending
+        if (this.held.size > 0 && current()) this.drainHeld(consumer);
+      });
   }
 
   /** Inside the batch transaction: if the DLQ cannot be written, the batch is retried. */

@@ -25,4 +25,12 @@ describe('RoundSharing', () => {
     // the others still importing are not throttled
     expect(sharing.take({ partition: 1, highWatermark: '20000' }, messages(0, 8000), 600)).toHaveLength(8000);
   });
+
+  it('shares for the first second after an assignment, before live traffic can be told from none', () => {
+    const sharing = new RoundSharing(100);
+    sharing.assigned(0);
+    expect(sharing.take({ partition: 1, highWatermark: '10000' }, messages(0, 8000), 10)).toHaveLength(100);
+    expect(sharing.isLive(999)).toBe(true);
+    expect(sharing.take({ partition: 1, highWatermark: '10000' }, messages(100, 8000), 1000)).toHaveLength(8000);
+  });
 });
