@@ -307,7 +307,7 @@ async function ingestBenchmarks(adminUrl, brokers) {
     0,
   );
   Object.assign(results.visibleUnderBacklog, { backlog: backlogEvents, backlogLeft: left });
-  log(`publish-to-visible under a ${backlogEvents}-event backlog (${left} left at the end): p50 ${results.visibleUnderBacklog.p50} ms, p99 ${results.visibleUnderBacklog.p99} ms`);
+  log(`publish-to-visible under a ${backlogEvents}-event backlog (${left} left at the end): p50 ${results.visibleUnderBacklog.p50} ms, p99 ${results.visibleUnderBacklog.p99} ms; worst per second ${results.visibleUnderBacklog.worstPerSecond.join(' ')}`);
   // the rebuild below replays everything: live finishes the backlog first, as it would in operation
   while ((await stored()) < (await endOf(admin, topic))) await new Promise((r) => setTimeout(r, 500));
   resumed.kill('SIGTERM');
@@ -361,7 +361,13 @@ async function measureVisible(ds, producer, topic, { seed, partition }) {
   producing = false;
   await poller;
   const latencies = sends.map((s) => s.visibleAt - s.sentAt);
-  return { rate: Math.round((sends.length * 10) / ((Date.now() - start) / 1000)), p50: pct(latencies, 50), p99: pct(latencies, 99), max: Math.max(...latencies) };
+  // where in the run the slow ones were: the worst latency of the events sent in each second
+  const worstPerSecond = [];
+  for (const s of sends) {
+    const second = Math.floor((s.sentAt - start) / 1000);
+    worstPerSecond[second] = Math.max(worstPerSecond[second] ?? 0, s.visibleAt - s.sentAt);
+  }
+  return { rate: Math.round((sends.length * 10) / ((Date.now() - start) / 1000)), p50: pct(latencies, 50), p99: pct(latencies, 99), max: Math.max(...latencies), worstPerSecond };
 }
 
 // ---------- peer: Kafka Connect with the Debezium JDBC sink, same broker, same PostgreSQL ----------
