@@ -22,8 +22,16 @@ type StagedRow = Partial<Omit<TransactionRow, 'app_id' | 'receipt_id' | 'version
 const field = (v: unknown): string => {
   if (v === null || v === undefined) return '\\N';
   if (typeof v === 'boolean') return v ? 't' : 'f';
+  if (typeof v === 'number') return String(v);
   const s = String(v);
   return /[\\\t\n\r]/.test(s) ? s.replace(/[\\\t\n\r]/g, (c) => ({ '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' })[c]!) : s;
+};
+
+/** One staged row as a line of COPY text, in STAGED_COLUMNS order. */
+const line = (row: StagedRow): string => {
+  let out = field(row[STAGED_COLUMNS[0]]);
+  for (let i = 1; i < STAGED_COLUMNS.length; i++) out += '\t' + field(row[STAGED_COLUMNS[i] as keyof StagedRow]);
+  return out + '\n';
 };
 
 /**
@@ -38,7 +46,13 @@ export async function stageEvents(m: Pick<EntityManager, 'queryRunner'>, schema:
     let row: StagedRow;
     switch (event.type) {
       case 'transaction.updated':
-        row = { ...transactionRow(event.appId, event.data, version), kind: 't', application_username: event.data.applicationUsername ?? null, log_partition: partition, log_offset: offset };
+        // the fresh row image gains the staging columns in place: a spread would copy its 36 fields
+        row = Object.assign(transactionRow(event.appId, event.data, version), {
+          kind: 't' as const,
+          application_username: event.data.applicationUsername ?? null,
+          log_partition: partition,
+          log_offset: offset,
+        });
         break;
       case 'receipt.linked':
         row = { app_id: event.appId, receipt_id: event.data.receiptId, application_username: event.data.applicationUsername, kind: 'l', ...version, log_partition: partition, log_offset: offset };
@@ -46,9 +60,10 @@ export async function stageEvents(m: Pick<EntityManager, 'queryRunner'>, schema:
       default:
         return assertNever(event);
     }
-    return STAGED_COLUMNS.map((c) => field(row[c as keyof StagedRow])).join('\t') + '\n';
+    return line(row);
   });
   // The transaction's own connection: the rows commit or roll back with the batch.
   const client = (await m.queryRunner!.connect()) as pg.PoolClient;
-  await pipeline(Readable.from(lines), client.query(copyStreams.from(bulkSql(schema).copyStaged)));
+  // One chunk: a write per line costs a syscall each (a third of staging's CPU in a profile).
+  await pipeline(Readable.from([lines.join('')]), client.query(copyStreams.from(bulkSql(schema).copyStaged)));
 }
