@@ -173,6 +173,12 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
 }
 
 const key2 = (a: string, b: string) => `${a}\u0000${b}`;
+/** The list under `key`, created empty on first use. */
+function listIn<T>(lists: Map<string, T[]>, key: string): T[] {
+  let list = lists.get(key);
+  if (list === undefined) lists.set(key, (list = []));
+  return list;
+}
 /** Sorted by a string key computed once per item (the writer sorts every batch's rows this way). */
 function sorted<T>(items: T[], key: (t: T) => string): T[] {
   return items
@@ -208,9 +214,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const writes = { byReceipt: new Map<string, TransactionRow[]>(), keys: new Set<string>(), partial: [] as string[] };
   const wrote = (t: TransactionRow) => {
     writes.keys.add(key2(t.app_id, t.transaction_id));
-    const list = writes.byReceipt.get(key2(t.app_id, t.receipt_id)) ?? [];
-    list.push(t);
-    writes.byReceipt.set(key2(t.app_id, t.receipt_id), list);
+    listIn(writes.byReceipt, key2(t.app_id, t.receipt_id)).push(t);
   };
 
   if (changes.transactions.length > 0) {
@@ -232,9 +236,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
       if (!before) {
         txDays.push({ app_id: t.app_id, key: k, day: utcDay(t.occurred_at) });
         wrote(t);
-        const list = appended.get(key2(t.app_id, t.receipt_id)) ?? [];
-        list.push(lifecycleOf(t));
-        appended.set(key2(t.app_id, t.receipt_id), list);
+        listIn(appended, key2(t.app_id, t.receipt_id)).push(lifecycleOf(t));
         continue;
       }
       // The stored row stands in for every snapshot merged into it so far.
@@ -266,7 +268,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const affect = (app_id: string, name: string, receiptId: string) => {
     const k = key2(app_id, name);
     affected.set(k, { app_id, name });
-    ownedTouched.set(k, [...(ownedTouched.get(k) ?? []), key2(app_id, receiptId)]);
+    listIn(ownedTouched, k).push(key2(app_id, receiptId));
   };
   const links = sorted(changes.receipts, (r) => key2(r.app_id, r.receipt_id));
   for (const r of links) touchReceipt(r.app_id, r.receipt_id);

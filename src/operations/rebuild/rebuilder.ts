@@ -33,6 +33,7 @@ export class RebuildError extends Error {}
 class LogChangedError extends Error {}
 
 type Offsets = Map<number, bigint>;
+type RunningRebuild = { id: string; kind: string; schema_name: string };
 type Runner = { consumer: KafkaProjectionConsumer | EventLogConsumer; stop(): Promise<void> };
 
 const POLL_MS = 250;
@@ -121,23 +122,27 @@ export class Rebuilder {
 
   /** Marks the rebuilds writing `schema` aborted, with the reason, and drops it; returns their ids. */
   private async abandon(schema: string, reason: string): Promise<string[]> {
-    const running = (await this.db.query(rebuildSql.anyRunning)) as { id: string; schema_name: string }[];
-    const mine = running.filter((r) => r.schema_name === schema);
+    const mine = (await this.db.query(rebuildSql.running, [schema])) as RunningRebuild[];
     await this.db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    for (const r of mine) await this.db.query(rebuildSql.finish, [r.id, 'aborted', JSON.stringify({ reason: `the log changed while it was being read: ${reason}` })]);
+    await this.drop(mine, `the log changed while it was being read: ${reason}`);
     return mine.map((r) => r.id);
+  }
+
+  /** Drops each rebuild's generation and records it as aborted with `reason`. */
+  private async drop(rebuilds: readonly RunningRebuild[], reason: string): Promise<void> {
+    for (const r of rebuilds) {
+      await this.db.query(`DROP SCHEMA IF EXISTS ${r.schema_name} CASCADE`);
+      await this.db.query(rebuildSql.finish, [r.id, 'aborted', JSON.stringify({ reason })]);
+    }
   }
 
   /** Drops the generation being built; the live one is untouched. */
   async abort(): Promise<string> {
     await this.lock();
     try {
-      const running = (await this.db.query(rebuildSql.anyRunning)) as { id: string; kind: string; schema_name: string }[];
+      const running = (await this.db.query(rebuildSql.anyRunning)) as RunningRebuild[];
       if (running.length === 0) return 'no rebuild to abort';
-      for (const r of running) {
-        await this.db.query(`DROP SCHEMA IF EXISTS ${r.schema_name} CASCADE`);
-        await this.db.query(rebuildSql.finish, [r.id, 'aborted', JSON.stringify({ reason: 'rebuild --abort' })]);
-      }
+      await this.drop(running, 'rebuild --abort');
       return `aborted ${running.map((r) => `${r.kind} #${r.id} (${r.schema_name} dropped)`).join(', ')}; the live read models are untouched`;
     } finally {
       await this.unlock();
