@@ -363,8 +363,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       return undefined;
     }
     this.nextOffsets.set(partition, BigInt(outcome.nextOffset));
-    // Kafka's committed offsets only inform lag tools; a partition given up meanwhile is not ours to commit
-    if (control.shouldContinue()) await consumer.commitOffsets([{ topic: this.settings.topic, partition, offset: outcome.nextOffset }]);
+    await consumer.commitOffsets([{ topic: this.settings.topic, partition, offset: outcome.nextOffset }]);
     return outcome;
   }
 
@@ -404,6 +403,9 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     };
     this.draining = drain()
       .catch((error: Error) => {
+        // Partitions placed anew meanwhile (e.g. a Kafka commit refused for a partition given up):
+        // nothing is lost, the offsets of record are in PostgreSQL.
+        if (!current()) return;
         // as a crash inside kafkajs' eachBatch would be: start again from the offsets of record
         this.crashes.push(Date.now());
         this.logger.error({ err: error.message, msg: 'applying a held backlog failed; restarting the consumer' });
