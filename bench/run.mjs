@@ -253,15 +253,29 @@ async function ingestBenchmarks(adminUrl, brokers) {
   const stopRss = sampleRss(consumer.pid);
   let first;
   let firstAt;
+  // progress samples: the rate early in the run against the rate at its end, measured in one run
+  // (this machine's speed drifts between runs), says whether the cost per event grows with the tables
+  const progress = [];
   for (;;) {
     const n = await stored();
     if (n > 0 && firstAt === undefined) [first, firstAt] = [n, Date.now()];
+    if (n > 0) progress.push([n, Date.now()]);
     if (n >= end) break;
     await new Promise((r) => setTimeout(r, 100));
   }
   const seconds = (Date.now() - firstAt) / 1000;
-  results.ingest = { events: end, seconds, eventsPerSecond: Math.round((end - first) / seconds), consumerRssMb: stopRss() };
-  log(`projected ${end} events at ${results.ingest.eventsPerSecond} events/s`);
+  const rateBetween = (from, to) => {
+    const a = progress.find(([n]) => n >= from);
+    const b = progress.find(([n]) => n >= to);
+    return Math.round((b[0] - a[0]) / ((b[1] - a[1]) / 1000));
+  };
+  const early = Math.min(200_000, Math.floor(end / 5));
+  results.ingest = {
+    events: end, seconds, eventsPerSecond: Math.round((end - first) / seconds), consumerRssMb: stopRss(),
+    early: { upTo: early, eventsPerSecond: rateBetween(first, early) },
+    late: { from: Math.floor(end * 0.9), eventsPerSecond: rateBetween(Math.floor(end * 0.9), end) },
+  };
+  log(`projected ${end} events at ${results.ingest.eventsPerSecond} events/s (up to ${early}: ${results.ingest.early.eventsPerSecond}; last tenth: ${results.ingest.late.eventsPerSecond})`);
 
   if (args.peer === 'connect') await connectPeer(adminUrl, admin, producer, brokers, topic);
 
@@ -458,6 +472,10 @@ function report(meta) {
     lines.push(`## Ingest from Kafka (${i.events.toLocaleString('en')} generated events, 6 partitions)`, '');
     lines.push('| measure | value | target |', '|---|---|---|');
     lines.push(`| projection, Kafka → PostgreSQL (one consumer) | ${i.eventsPerSecond.toLocaleString('en')} events/s | ≥ 50,000: ${ok(i.eventsPerSecond >= 50000)} |`);
+    if (i.early) {
+      const ratio = i.late.eventsPerSecond / i.early.eventsPerSecond;
+      lines.push(`| same run: rate over the first ${i.early.upTo.toLocaleString('en')} events / over the last tenth (from ${i.late.from.toLocaleString('en')}) | ${i.early.eventsPerSecond.toLocaleString('en')} / ${i.late.eventsPerSecond.toLocaleString('en')} events/s (${Math.round(ratio * 100)}%) | last ≥ 80% of first: ${ok(ratio >= 0.8)} |`);
+    }
     lines.push(`| ceiling: COPY of the resulting rows into the same tables | ${i.copyEventsPerSecond.toLocaleString('en')} events/s (${i.copySeconds.toFixed(1)} s) | |`);
     lines.push(`| projection as share of the ceiling | ${(i.eventsPerSecond / i.copyEventsPerSecond * 100).toFixed(0)}% | |`);
     const p = results.peer;
