@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { totalmem } from 'node:os';
 import path from 'node:path';
 
 export type EmbeddedHealth = { state: 'up' | 'restarting' | 'failed'; reason?: string };
@@ -79,6 +80,20 @@ export async function startEmbeddedPostgres(
   return supervise(server, port, secret, databaseDir, ownerFile, log);
 }
 
+const MB = 1024 * 1024;
+
+/**
+ * PostgreSQL's defaults (128 MB of shared buffers, a checkpoint per GB of WAL) are sized for any
+ * machine, not for a projection that inserts at random into indexes of millions of rows: past a few
+ * million events every batch evicts dirty pages itself and checkpoints come every few seconds
+ * (bench/notes.md, projection at 10M). An eighth of the memory (at most 4 GB) for shared buffers is
+ * only taken as pages are used; WAL is recycled at each checkpoint.
+ */
+export function writeHeavySettings(memoryBytes: number): string[] {
+  const sharedBuffersMb = Math.max(128, Math.min(4096, Math.floor(memoryBytes / 8 / MB)));
+  return [`shared_buffers=${sharedBuffersMb}MB`, 'max_wal_size=4GB', 'checkpoint_timeout=15min'];
+}
+
 type Server = { initialise(): Promise<void>; start(): Promise<void>; stop(): Promise<void> };
 
 async function createServer(databaseDir: string, port: number, password: string, log: (m: string) => void): Promise<Server> {
@@ -93,7 +108,7 @@ async function createServer(databaseDir: string, port: number, password: string,
     // PostgreSQL refuses to run as root; the package then runs it as a `postgres` system user.
     createPostgresUser: process.getuid?.() === 0,
     initdbFlags: ['--encoding=UTF8', '--no-sync'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=`],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=`, ...writeHeavySettings(totalmem()).flatMap((s) => ['-c', s])],
     onLog: () => undefined,
     onError: (e) => log(`embedded PostgreSQL: ${String(e)}`),
   });

@@ -46,6 +46,19 @@ describe('database outage (e2e, real PostgreSQL stopped and started)', () => {
     await expectEventually(async () => expect((await api.get('/v2/transactions', token)).status).toBe(200), 30_000);
   });
 
+  it('runs with the settings for a write-heavy projection, not PostgreSQL’s defaults', async () => {
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      const show = async (name: string) => ((await client.query(`SHOW ${name}`)).rows[0] as Record<string, string>)[name];
+      expect(await show('max_wal_size')).toBe('4GB');
+      expect(await show('checkpoint_timeout')).toBe('15min');
+      expect(await show('shared_buffers')).not.toBe('128MB');
+    } finally {
+      await client.end();
+    }
+  });
+
   it('a statement that exceeds STATEMENT_TIMEOUT_MS answers 503, not 500', async () => {
     const blocker = new pg.Client({ connectionString: server.url });
     await blocker.connect();
