@@ -122,8 +122,8 @@ export class Rebuilder {
 
   /** Marks the rebuilds writing `schema` aborted, with the reason, and drops it; returns their ids. */
   private async abandon(schema: string, reason: string): Promise<string[]> {
+    // Without a running row, `rebuild --abort` got there first and dropped the generation itself.
     const mine = (await this.db.query(rebuildSql.running, [schema])) as RunningRebuild[];
-    await this.db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await this.drop(mine, `the log changed while it was being read: ${reason}`);
     return mine.map((r) => r.id);
   }
