@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { ExtractJwt, Strategy, type SecretOrKeyProvider } from 'passport-jwt';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { applicationIdProblem } from '../common/application-id.js';
 import { ErrorCode } from '../common/errors.js';
 import { AuthError } from './auth.errors.js';
 import type { Principal } from './scopes.js';
@@ -40,9 +41,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   validate(claims: Claims): Principal {
     // jsonwebtoken checks exp only when present: a token without one would never expire.
     if (typeof claims.exp !== 'number') throw new AuthError(ErrorCode.TokenInvalid, 'The bearer token has no "exp" claim; tokens must expire.');
-    if (typeof claims.app === 'string' && claims.app !== '' && !isApplicationId(claims.app)) {
-      throw new AuthError(ErrorCode.TokenInvalid, 'The token\'s "app" claim is not a valid application id (1-200 bytes of text, no NUL).');
-    }
+    const appProblem = typeof claims.app === 'string' && claims.app !== '' ? applicationIdProblem(claims.app) : undefined;
+    if (appProblem) throw new AuthError(ErrorCode.TokenInvalid, `The token's "app" claim is not a valid application id: it ${appProblem}.`);
     const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];
     return {
       appId: typeof claims.app === 'string' ? claims.app : '',
@@ -50,11 +50,6 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
       subject: typeof claims.sub === 'string' ? claims.sub : undefined,
     };
   }
-}
-
-/** What the event contract accepts as an appid, so a claim outside it can name no stored rows. */
-function isApplicationId(app: string): boolean {
-  return app.length > 0 && Buffer.byteLength(app) <= 200 && !app.includes('\u0000') && app.isWellFormed();
 }
 
 function headerAlg(token: string): string | undefined {

@@ -3,6 +3,7 @@ import { Inject } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { mintToken, parseTtl } from '../auth/mint-token.js';
 import { SCOPES } from '../auth/scopes.js';
+import { applicationIdProblem } from '../common/application-id.js';
 import { resolveVerificationKeys } from '../auth/signing-keys.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 
@@ -31,7 +32,8 @@ export class TokenCommand extends CommandRunner {
 
   @Option({ flags: '--app <id>', description: 'Application (tenant) id the token may read', required: true })
   parseApp(value: string): string {
-    if (!value.trim()) throw new UsageError('--app must not be empty');
+    const problem = value.trim() ? applicationIdProblem(value) : 'must not be empty';
+    if (problem) throw new UsageError(`--app ${problem}: the service refuses tokens for such an application id`);
     return value;
   }
 

@@ -1,6 +1,8 @@
 // JSON Schemas (draft-07) of the purchase events, version 1. docs/events/*.schema.json are these
 // objects written out; a unit test keeps the two identical.
 
+import { APPLICATION_ID_PATTERN, MAX_APPLICATION_ID_BYTES } from '../common/application-id.js';
+
 const dateTime = { type: 'string', format: 'date-time' } as const;
 const id = (description: string) =>
   ({ type: 'string', minLength: 3, maxLength: 512, pattern: '^[A-Za-z0-9_.-]+:.+$', description }) as const;
@@ -17,7 +19,7 @@ const envelope = (type: string, data: object) => ({
     source: { type: 'string', minLength: 1, maxLength: 512, description: 'The producing pipeline' },
     type: { const: type },
     time: { ...dateTime, description: 'RFC 3339; when the producer observed the state the event carries' },
-    appid: { type: 'string', minLength: 1, maxLength: 200, description: 'Application (tenant) id' },
+    appid: { type: 'string', minLength: 1, maxLength: MAX_APPLICATION_ID_BYTES, pattern: APPLICATION_ID_PATTERN, description: 'Application (tenant) id, without control characters' },
     datacontenttype: { const: 'application/json' },
     subject: { type: 'string' },
     data,

@@ -26,6 +26,12 @@ describe('CLI conventions (e2e: the built CLI)', () => {
     [['token'], /required option '--app <id>' not specified/],
     [['token', '--app', 'x', 'extra'], /token takes no arguments \(got "extra"/],
     [['token', '--app', 'x', '--scope', 'nope'], /unknown scope "nope"/],
+    // app ids the service refuses in a token's "app" claim are never minted
+    [['token', '--app', 'a'.repeat(201)], /--app is 201 bytes in UTF-8; at most 200/],
+    [['token', '--app', 'é'.repeat(101)], /--app is 202 bytes in UTF-8; at most 200/],
+    [['token', '--app', 'demo\u0001app'], /--app contains a control character/],
+    [['token', '--app', 'demo\napp'], /--app contains a control character/],
+    [['token', '--app', 'demo\u0085app'], /--app contains a control character/],
     [['publish', 'a.ndjson', 'b.ndjson'], /publish takes at most 1 argument/],
     [['generate', '--events', 'x'], /--events must be a positive integer/],
     [['rebuild', '--verify', '--abort'], /--verify and --abort cannot be combined/],
