@@ -15,8 +15,16 @@ async function main(): Promise<void> {
   Logger.overrideLogger(new PinoNestLogger(log));
   for (const warning of config.warnings) log.warn(warning);
   const database = await openDatabaseServer(config);
-  const app = await createHttpApp({ config, database, pino: log });
-  await app.listen({ port: config.port, host: config.host });
+  let app: Awaited<ReturnType<typeof createHttpApp>> | undefined;
+  try {
+    app = await createHttpApp({ config, database, pino: log });
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    // An embedded PostgreSQL this process started must not outlive a failed start (a port in use,
+    // a failed migration): closing the app stops it through the database module, or stop it here.
+    await (app ? app.close() : database.stop()).catch((stopError: unknown) => log.error({ err: stopError }, 'could not stop the database server'));
+    throw error;
+  }
 
   const db = app.get(DataSource);
   const [{ generation }] = await db.query('SELECT generation FROM public.read_model_generation');
@@ -72,6 +80,11 @@ main().catch((error: unknown) => {
     process.exit(78); // EX_CONFIG
   }
   // What the operator can act on gets one line; anything else keeps its stack.
-  console.error(error instanceof EmbeddedPostgresError ? `error: ${error.message}` : error);
+  if ((error as { code?: unknown }).code === 'EADDRINUSE') {
+    const { address, port } = error as { address?: string; port?: number };
+    console.error(`error: the HTTP port ${port} is already in use on ${address}: stop what listens there or set PORT`);
+  } else {
+    console.error(error instanceof EmbeddedPostgresError ? `error: ${error.message}` : error);
+  }
   process.exit(1);
 });

@@ -1,5 +1,7 @@
 import { jest } from '@jest/globals';
+import { once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePorts } from '../kafka/broker.mjs';
@@ -95,6 +97,34 @@ describe('the embedded PostgreSQL, the service and the CLI (e2e, separate proces
   });
 });
 
+describe('a failed start (e2e, separate process)', () => {
+  it('the HTTP port already in use: the service exits and stops the embedded PostgreSQL it started', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'sr-busy-'));
+    chmodSync(dataDir, 0o755);
+    const [port, pgPort] = await freePorts(2);
+    const squatter = net.createServer().listen(port, '0.0.0.0');
+    await once(squatter, 'listening');
+    try {
+      const service = startService({ PORT: String(port), DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, NODE_ENV: 'development' });
+      expect(await service.exited).toBe(1);
+      expect(service.output()).toContain(`error: the HTTP port ${port} is already in use on 0.0.0.0: stop what listens there or set PORT`);
+      expect(service.output()).not.toMatch(/\n\s+at /);
+      // it got as far as starting the server (the database is opened before the port is taken) ...
+      expect(existsSync(path.join(dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+      // ... and no postmaster outlives it
+      const pid = postmasterPid(dataDir);
+      expect(pid === undefined || !alive(pid)).toBe(true);
+      const outcome = await new Promise((resolve) => {
+        const probe = net.connect(pgPort, '127.0.0.1');
+        probe.once('connect', () => (probe.destroy(), resolve('connected'))).once('error', () => resolve('refused'));
+      });
+      expect(outcome).toBe('refused');
+    } finally {
+      squatter.close();
+    }
+  });
+});
+
 describe('as root, a DATA_DIR the postgres user cannot enter (e2e, separate process)', () => {
   const asRoot = process.getuid?.() === 0 ? it : it.skip;
   asRoot('stops with one line saying what to do, not a stack', async () => {
@@ -111,7 +141,7 @@ describe('as root, a DATA_DIR the postgres user cannot enter (e2e, separate proc
 
 describe('production settings (e2e, separate process)', () => {
   it('refuses the embedded PostgreSQL and log with a misspelt KAFKA_BROKER, naming what to set', async () => {
-    const service = startService({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40), KAFKA_BROKER: '127.0.0.1:9092', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'sr-prod-')) });
+    const service = startService({ NODE_ENV: 'production', JWT_SECRET: 'q8vN2LmRt5XwZ0pKc7HyB3sJf9DgA4eU', KAFKA_BROKER: '127.0.0.1:9092', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'sr-prod-')) });
     expect(await service.exited).toBe(78);
     expect(service.output()).toContain('DATABASE_URL must be set when NODE_ENV=production');
     expect(service.output()).toContain('KAFKA_BROKERS must be set when NODE_ENV=production');
