@@ -20,12 +20,31 @@ describe('loadConfig', () => {
   });
 
   it('refuses the embedded PostgreSQL and event log in production unless ALLOW_EMBEDDED=true', () => {
-    const production = { NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32) };
+    const production = { NODE_ENV: 'production', JWT_SECRET: 'q8vN2LmRt5XwZ0pKc7HyB3sJf9DgA4eU' };
     // KAFKA_BROKER is a typo: the service would otherwise fall back to the embedded log silently
     expect(() => loadConfig({ ...production, DATABASE_URL: 'postgres://db/x', KAFKA_BROKER: 'k:9092' })).toThrow(/KAFKA_BROKERS must be set when NODE_ENV=production/);
     expect(() => loadConfig({ ...production, KAFKA_BROKERS: 'k:9092' })).toThrow(/DATABASE_URL must be set when NODE_ENV=production/);
     expect(loadConfig({ ...production, DATABASE_URL: 'postgres://db/x', KAFKA_BROKERS: 'k:9092' }).kafka?.brokers).toEqual(['k:9092']);
     expect(loadConfig({ ...production, ALLOW_EMBEDDED: 'true' }).databaseUrl).toBeUndefined();
+  });
+
+  it('refuses a placeholder or trivially weak JWT_SECRET in production, and only there', () => {
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', KAFKA_BROKERS: 'k:9092' };
+    for (const [secret, reason] of [
+      ['change-me-to-a-long-random-secret-of-32-chars-or-more', 'looks like a placeholder'],
+      ['your-secret-here-at-least-32-characters', 'looks like a placeholder'],
+      ['x'.repeat(40), 'is one short string repeated'],
+      ['abcd'.repeat(10), 'is one short string repeated'],
+      ['aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab', 'bits of entropy'],
+      ['1111111111111111222222222222222233333333', 'bits of entropy'],
+    ]) {
+      expect(() => loadConfig({ ...production, JWT_SECRET: secret })).toThrow(new RegExp(`JWT_SECRET .*${reason}.*openssl rand -base64 32`));
+      expect(loadConfig({ JWT_SECRET: secret }).jwt.secret).toBe(secret);
+    }
+    // what `openssl rand -hex 16` and `openssl rand -base64 32` print
+    for (const secret of ['3f9a7c21be04d6e58a1f0c9b72de4a36', 'Jm1K7pQ0vX3r9ZsW+dYb8hT2uLc6nE4fGa5iOk=']) {
+      expect(loadConfig({ ...production, JWT_SECRET: secret }).jwt.secret).toBe(secret);
+    }
   });
 
   it('warns about unknown variables of its own prefixes, by name', () => {

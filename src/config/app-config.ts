@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { weakSecretReason } from './secret-strength.js';
 import { plainToInstance, Transform } from 'class-transformer';
 import {
   IsBoolean,
@@ -360,6 +361,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   if (env.NODE_ENV === 'production' && !env.JWT_SECRET && !env.JWT_JWKS_URI) {
     problems.push('JWT_SECRET or JWT_JWKS_URI must be set when NODE_ENV=production');
   }
+  const weakSecret = env.NODE_ENV === 'production' && env.JWT_SECRET ? weakSecretReason(env.JWT_SECRET) : undefined;
+  if (weakSecret) problems.push(`JWT_SECRET ${weakSecret}: with NODE_ENV=production use a random one, e.g. \`openssl rand -base64 32\``);
   if (env.KAFKA_BROKERS && env.KAFKA_BROKERS.length === 0) {
     problems.push('KAFKA_BROKERS must list at least one host:port');
   }

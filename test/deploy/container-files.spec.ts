@@ -28,4 +28,16 @@ describe('Dockerfile and docker-compose.yml', () => {
     expect(compose).toMatch(/kafkadata:\/var\/lib\/kafka\/data/);
     expect(compose).toMatch(/KAFKA_LOG_RETENTION_MS: -1/);
   });
+
+  it('ships no JWT secret: compose refuses to start until the operator sets one', () => {
+    const secrets = [...compose.matchAll(/^\s*JWT_SECRET:\s*(.*)$/gm)].map((m) => m[1]);
+    expect(secrets).toHaveLength(1);
+    // ${VAR:?message} makes `docker compose up` stop with the message when JWT_SECRET is unset or empty
+    expect(secrets[0]).toMatch(/^\$\{JWT_SECRET:\?[^}]+\}$/);
+  });
+
+  it('keeps the repository history, local Node builds and data out of the image build context', () => {
+    const ignored = read('.dockerignore').split('\n').map((l) => l.trim());
+    for (const entry of ['.git', '.ci', 'node_modules', 'dist', '.data', '.tmp']) expect(ignored).toContain(entry);
+  });
 });
