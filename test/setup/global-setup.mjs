@@ -1,7 +1,7 @@
 // Runs once before all test files: real PostgreSQL (embedded, or DATABASE_URL's server), a migrated
 // template database that every test file clones, and a real Kafka broker (started here unless
 // KAFKA_BROKERS names one). Imports the compiled service from dist/: `npm test` builds it first.
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -15,6 +15,28 @@ import { freePort } from '../kafka/broker.mjs';
 export default async function globalSetup() {
   // `npm run test:unit` runs only the pure *.spec.ts tier, which needs no service.
   if (process.env.TEST_SERVICES === 'none') return;
+  try {
+    await startServices();
+  } catch (error) {
+    // Jest runs no teardown when set-up fails: what was started so far must not outlive the run.
+    await stopServices();
+    throw error;
+  }
+}
+
+/** Stops what set-up started and removes the embedded server's directory (tens of MB a run). */
+export async function stopServices() {
+  await globalThis.__testKafka?.destroy();
+  globalThis.__testKafka = undefined;
+  const postgres = globalThis.__testPostgres;
+  globalThis.__testPostgres = undefined;
+  if (postgres) {
+    await postgres.stop();
+    rmSync(postgres.dir, { recursive: true, force: true });
+  }
+}
+
+async function startServices() {
   const started = Date.now();
   const runId = `${process.pid}`;
   let adminUrl = process.env.DATABASE_URL;
@@ -22,7 +44,7 @@ export default async function globalSetup() {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'sr-test-pg-'));
     chmodSync(dir, 0o755); // the embedded server runs as the `postgres` user when we are root
     const server = await startEmbeddedPostgres(dir, await freePort());
-    globalThis.__testPostgres = server;
+    globalThis.__testPostgres = { ...server, dir };
     adminUrl = server.url;
   }
   const template = `sr_template_${runId}`;

@@ -1,4 +1,4 @@
-import { withClient } from './global-setup.mjs';
+import { stopServices, withClient } from './global-setup.mjs';
 
 export default async function globalTeardown() {
   const adminUrl = process.env.TEST_ADMIN_DATABASE_URL;
@@ -8,6 +8,5 @@ export default async function globalTeardown() {
       for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
     }).catch((error) => console.error('test teardown: could not drop databases:', error.message));
   }
-  await globalThis.__testKafka?.destroy();
-  await globalThis.__testPostgres?.stop();
+  await stopServices();
 }
