@@ -22,6 +22,7 @@ import { startEmbeddedPostgres } from '../dist/database/embedded-postgres.js';
 import { refreshAllSummaries } from '../dist/projection/customer-summaries.js';
 import { generateEvents } from '../dist/generate/generate-events.js';
 import { mintToken } from '../dist/auth/mint-token.js';
+import { CursorSigner, cursorKeySql } from '../dist/change-feed/signed-cursor.js';
 import { decodeEvent } from '../dist/events/decode-event.js';
 import { transactionRow } from '../dist/projection/project-events.js';
 import { flatMessage, peerUnavailable, startConnect, TUNED } from './connect/peer.mjs';
@@ -147,10 +148,13 @@ async function apiBenchmarks(adminUrl) {
     `SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'big-app' AND occurred_at >= '2025-01-01' AND occurred_at < '2025-07-01T13:00:00Z'`,
   );
   const names = Array.from({ length: 100 }, (_, i) => `user-${1 + Math.floor((i * size.customers) / 100)}`).join(',');
-  // change-feed cursors halfway through each table, in change order (what paging.next would hold there)
+  // change-feed cursors halfway through each table, in change order (what paging.next would hold
+  // there), signed with the database's cursor key as the service signs them
+  const [{ key: cursorKey }] = await ds.query(cursorKeySql);
+  const signer = new CursorSigner(cursorKey);
   const middleCursor = async (table, key, rows) => {
     const [m] = await ds.query(`SELECT change_position::text AS p, ${key} AS k FROM read_model.${table} WHERE app_id = 'big-app' ORDER BY change_position, ${key} OFFSET ${Math.floor(rows / 2)} LIMIT 1`);
-    return Buffer.from(`${m.p}:${m.k}`).toString('base64url');
+    return signer.issue(table, 'big-app', { position: m.p, key: m.k });
   };
   const txMiddle = await middleCursor('transactions', 'transaction_id', T);
   const customersMiddle = await middleCursor('customers', 'application_username', size.customers);

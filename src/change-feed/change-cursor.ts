@@ -7,7 +7,10 @@ export const FEED_START: ChangeCursor = { position: '0', key: '' };
 
 const WIRE = /^(\d{1,19}):([\s\S]*)$/;
 
-/** Opaque to clients: base64url of "position:key". */
+/**
+ * The unsigned form, for cursors the service keeps itself (webhook endpoints store theirs in
+ * PostgreSQL): base64url of "position:key". Clients get and send signed cursors (signed-cursor.ts).
+ */
 export function encodeCursor(c: ChangeCursor): string {
   return Buffer.from(`${c.position}:${c.key}`, 'utf8').toString('base64url');
 }

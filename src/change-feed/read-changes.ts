@@ -3,8 +3,12 @@ import { preparedQuery } from '../database/prepared.js';
 import { HIGH_WATER, KEY_COLUMN, type FeedTable } from './change-positions.sql.js';
 import { encodeCursor, type ChangeCursor } from './change-cursor.js';
 
-/** Where each row stands (same order as rows), and the cursor to send next. */
-export type ChangePage<Row> = { rows: Row[]; positions: ChangeCursor[]; next: string };
+/**
+ * Where each row stands (same order as rows), where the page ends (`last`: the cursor to read on
+ * from) and the same in the unsigned form the service stores for itself (`next`). The API hands out
+ * `last` signed (CursorSigner.issue).
+ */
+export type ChangePage<Row> = { rows: Row[]; positions: ChangeCursor[]; last: ChangeCursor; next: string };
 
 /** Runs one statement: the pool's prepared statements for the API, a transaction's manager elsewhere. */
 export type RunQuery = <R>(name: string, sql: string, params: unknown[]) => Promise<R[]>;
@@ -38,9 +42,10 @@ export async function readChanges<Row extends object>(
   after: ChangeCursor,
   limit: number,
 ): Promise<ChangePage<Row>> {
-  if (limit === 0) return { rows: [], positions: [], next: encodeCursor(after) };
+  if (limit === 0) return { rows: [], positions: [], last: after, next: encodeCursor(after) };
   const found = await run<Row & Positioned>(`changes-${table}`, changesSql(table, columns), [appId, after.position, after.key, limit]);
   const positions = found.map((r) => ({ position: r.changePosition, key: r.changeKey }));
   const rows = found.map(({ changePosition: _p, changeKey: _k, ...row }) => row as unknown as Row);
-  return { rows, positions, next: encodeCursor(positions.at(-1) ?? after) };
+  const last = positions.at(-1) ?? after;
+  return { rows, positions, last, next: encodeCursor(last) };
 }

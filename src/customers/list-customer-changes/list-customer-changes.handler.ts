@@ -1,7 +1,9 @@
+import type { OnModuleInit } from '@nestjs/common';
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { onPool, readChanges } from '../../change-feed/read-changes.js';
+import { cursorSigner, type CursorSigner } from '../../change-feed/signed-cursor.js';
 import { Clock } from '../../common/clock.js';
 import type { Page } from '../../common/paging.js';
 import { preparedQuery } from '../../database/prepared.js';
@@ -12,17 +14,25 @@ import { ListCustomerChangesQuery } from './list-customer-changes.query.js';
 import { customerTotalSql } from './list-customer-changes.sql.js';
 
 @QueryHandler(ListCustomerChangesQuery)
-export class ListCustomerChangesHandler implements IQueryHandler<ListCustomerChangesQuery> {
+export class ListCustomerChangesHandler implements IQueryHandler<ListCustomerChangesQuery>, OnModuleInit {
+  private cursors!: CursorSigner;
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly clock: Clock,
   ) {}
 
+  async onModuleInit(): Promise<void> {
+    this.cursors = await cursorSigner(this.db);
+  }
+
   async execute(query: ListCustomerChangesQuery): Promise<Page<CustomerSummary>> {
+    const after = this.cursors.verify('customers', query.appId, query.after);
     const [[{ total }], page] = await Promise.all([
       preparedQuery<{ total: string }>(this.db, 'customers-total', customerTotalSql, [query.appId]),
-      readChanges<CustomerRow>(onPool(this.db), 'customers', CUSTOMER_COLUMNS, query.appId, query.after, query.limit),
+      readChanges<CustomerRow>(onPool(this.db), 'customers', CUSTOMER_COLUMNS, query.appId, after, query.limit),
     ]);
-    return { rows: toSummaries(page.rows, this.clock.now()), paging: { skip: 0, limit: query.limit, total: Number(total), next: page.next } };
+    const next = this.cursors.issue('customers', query.appId, page.last);
+    return { rows: toSummaries(page.rows, this.clock.now()), paging: { skip: 0, limit: query.limit, total: Number(total), next } };
   }
 }

@@ -1,5 +1,4 @@
 import { Query } from '@nestjs/cqrs';
-import type { ChangeCursor } from '../../change-feed/change-cursor.js';
 import type { Page } from '../../common/paging.js';
 import type { CustomerSummary } from '../customer.schema.js';
 
@@ -7,7 +6,8 @@ import type { CustomerSummary } from '../customer.schema.js';
 export class ListCustomerChangesQuery extends Query<Page<CustomerSummary>> {
   constructor(
     readonly appId: string,
-    readonly after: ChangeCursor,
+    /** changedAfter as sent: the handler checks it was issued for this listing and application. */
+    readonly after: string,
     readonly limit: number,
   ) {
     super();

@@ -1,6 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
-import type { ChangeCursor } from '../../change-feed/change-cursor.js';
 import { feedCursor } from '../../change-feed/feed-request.js';
 import { CHANGED_AFTER_DOC, PagingRequest } from '../../common/paging.js';
 import { validateRequest } from '../../common/validate-request.js';
@@ -25,12 +24,12 @@ export class ListCustomersRequest extends PagingRequest {
 export type ParsedListCustomers =
   | { kind: 'page'; skip: number; limit: number }
   | { kind: 'usernames'; usernames: string[] }
-  | { kind: 'changes'; after: ChangeCursor; limit: number };
+  | { kind: 'changes'; after: string; limit: number };
 
 /** The username list is read from the raw query string, because decoding must follow the split. */
 export function parseListCustomersRequest(query: Record<string, unknown>, rawQuery: string): ParsedListCustomers {
   const after = feedCursor(query, ['skip', 'applicationUsername']);
-  if (after) return { kind: 'changes', after, limit: validateRequest(ListCustomersRequest, query).limit };
+  if (after !== undefined) return { kind: 'changes', after, limit: validateRequest(ListCustomersRequest, query).limit };
   const usernames = parseApplicationUsernames(rawQuery);
   if (usernames) {
     // skip and limit are disregarded with a name list; only unknown parameters are still refused.

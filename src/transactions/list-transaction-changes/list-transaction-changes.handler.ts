@@ -1,7 +1,9 @@
+import type { OnModuleInit } from '@nestjs/common';
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { onPool, readChanges } from '../../change-feed/read-changes.js';
+import { cursorSigner, type CursorSigner } from '../../change-feed/signed-cursor.js';
 import type { Page } from '../../common/paging.js';
 import { preparedQuery } from '../../database/prepared.js';
 import { toView } from '../list-transactions/list-transactions.handler.js';
@@ -11,14 +13,22 @@ import { ListTransactionChangesQuery } from './list-transaction-changes.query.js
 import { transactionTotalSql } from './list-transaction-changes.sql.js';
 
 @QueryHandler(ListTransactionChangesQuery)
-export class ListTransactionChangesHandler implements IQueryHandler<ListTransactionChangesQuery> {
+export class ListTransactionChangesHandler implements IQueryHandler<ListTransactionChangesQuery>, OnModuleInit {
+  private cursors!: CursorSigner;
+
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
+  async onModuleInit(): Promise<void> {
+    this.cursors = await cursorSigner(this.db);
+  }
+
   async execute(query: ListTransactionChangesQuery): Promise<Page<TransactionView>> {
+    const after = this.cursors.verify('transactions', query.appId, query.after);
     const [[{ total }], page] = await Promise.all([
       preparedQuery<{ total: string }>(this.db, 'transactions-total', transactionTotalSql, [query.appId]),
-      readChanges<TransactionRow>(onPool(this.db), 'transactions', TRANSACTION_COLUMNS, query.appId, query.after, query.limit),
+      readChanges<TransactionRow>(onPool(this.db), 'transactions', TRANSACTION_COLUMNS, query.appId, after, query.limit),
     ]);
-    return { rows: page.rows.map(toView), paging: { skip: 0, limit: query.limit, total: Number(total), next: page.next } };
+    const next = this.cursors.issue('transactions', query.appId, page.last);
+    return { rows: page.rows.map(toView), paging: { skip: 0, limit: query.limit, total: Number(total), next } };
   }
 }

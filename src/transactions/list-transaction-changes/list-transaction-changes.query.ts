@@ -1,5 +1,4 @@
 import { Query } from '@nestjs/cqrs';
-import type { ChangeCursor } from '../../change-feed/change-cursor.js';
 import type { Page } from '../../common/paging.js';
 import type { TransactionView } from '../transaction.schema.js';
 
@@ -7,7 +6,8 @@ import type { TransactionView } from '../transaction.schema.js';
 export class ListTransactionChangesQuery extends Query<Page<TransactionView>> {
   constructor(
     readonly appId: string,
-    readonly after: ChangeCursor,
+    /** changedAfter as sent: the handler checks it was issued for this listing and application. */
+    readonly after: string,
     readonly limit: number,
   ) {
     super();

@@ -1,7 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsDate, IsOptional, IsString } from 'class-validator';
-import type { ChangeCursor } from '../../change-feed/change-cursor.js';
 import { feedCursor } from '../../change-feed/feed-request.js';
 import { InvalidParameterError } from '../../common/errors.js';
 import { parseIsoDateTime } from '../../common/iso-date.js';
@@ -32,11 +31,11 @@ export class ListTransactionsRequest extends PagingRequest {
   changedAfter?: string;
 }
 
-export type ParsedListTransactions = ListTransactionsRequest & { after?: ChangeCursor };
+export type ParsedListTransactions = ListTransactionsRequest & { after?: string };
 
 export function parseListTransactionsRequest(query: Record<string, unknown>): ParsedListTransactions {
   const after = feedCursor(query, ['skip', 'startdate', 'enddate']);
-  if (after) return Object.assign(validateRequest(ListTransactionsRequest, query), { after });
+  if (after !== undefined) return Object.assign(validateRequest(ListTransactionsRequest, query), { after });
   const request = validateRequest(ListTransactionsRequest, query);
   if (request.startdate && request.enddate && request.enddate < request.startdate) {
     throw new InvalidParameterError('enddate', 'enddate must not be earlier than startdate');
