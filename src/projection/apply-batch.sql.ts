@@ -5,6 +5,17 @@ import { iso } from './customer-summary.sql.js';
 
 /** First key of the two-key advisory locks on receipts (the one-key locks of the service use others). */
 const RECEIPT_LOCK_SPACE = 727_003;
+/**
+ * Receipts are locked by hash bucket, never one lock per receipt: stores send events in time order,
+ * about one receipt per event, so a 4 MiB fetch named ~7k receipts and two partitions at once
+ * overflowed PostgreSQL's shared lock table (max_locks_per_transaction 64 x ~100 backends, issue 20
+ * item 11). 64, PostgreSQL's default per-transaction allowance, holds a batch within it whatever its
+ * size or order. A bucket stands for every receipt hashed into it, so two batches touching the same
+ * receipt still exclude each other; the price is that batches touching different receipts of one
+ * bucket wait too. A full fetch touches every bucket, so large batches run from here to their commit
+ * one at a time, as the day-count rows they share (same app, same days) already made them.
+ */
+const RECEIPT_LOCK_BUCKETS = 64;
 
 export const sql = (schema: string) => ({
   /** Creates the partition's row if new and locks it: a second consumer of the partition waits here. */
@@ -69,11 +80,15 @@ export const sql = (schema: string) => ({
    * Serialises batches that touch the same receipts (taken in one order, so they wait rather than
    * deadlock). A batch that writes a receipt's transaction and one that links the receipt to a new
    * owner then never both miss each other's change: whichever runs second sees the first committed
-   * and refreshes the owner's summary. Advisory locks, so no row is written to take them.
+   * and refreshes the owner's summary. Advisory locks, so no row is written to take them; at most
+   * RECEIPT_LOCK_BUCKETS of them. The schema's hash fills the bits above the bucket, so a rebuild's
+   * generation and the live one rarely share a lock; ordered by the lock's own key, two batches take
+   * whatever locks they share in the same order even then.
    */
   lockReceiptKeys: `
-    SELECT count(pg_advisory_xact_lock(${RECEIPT_LOCK_SPACE}, k.h)) FROM (
-      SELECT DISTINCT hashtext('${schema}' || chr(1) || a || chr(1) || r) AS h FROM unnest($1::text[], $2::text[]) AS x(a, r)
+    SELECT count(pg_advisory_xact_lock(${RECEIPT_LOCK_SPACE}, k.b)) FROM (
+      SELECT DISTINCT (hashtext('${schema}') & ${~(RECEIPT_LOCK_BUCKETS - 1)}) | (hashtext(a || chr(1) || r) & ${RECEIPT_LOCK_BUCKETS - 1}) AS b
+      FROM unnest($1::text[], $2::text[]) AS x(a, r)
       ORDER BY 1
     ) k`,
 

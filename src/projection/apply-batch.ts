@@ -272,7 +272,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   };
   const links = sorted(changes.receipts, (r) => key2(r.app_id, r.receipt_id));
   for (const r of links) touchReceipt(r.app_id, r.receipt_id);
-  // The advisory locks are taken in hash order inside SQL; the receipt rows themselves are not locked.
+  // The advisory locks (one per hash bucket of receipts) are taken in order inside SQL; the receipt rows themselves are not locked.
   const touched = [...receiptKeys.values()];
   const touchedArgs = [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)];
   if (touched.length > 0) await m.query(q.lockReceiptKeys, touchedArgs);
