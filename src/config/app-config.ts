@@ -123,6 +123,10 @@ class Environment {
   @Transform(toBool) @IsBoolean()
   DOCS_UI_ENABLED = true;
 
+  /** /metrics is unauthenticated: series per application (tenant id in an `app` label) only when this is true. */
+  @Transform(toBool) @IsBoolean()
+  METRICS_PER_APP = false;
+
   @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
   PROJECTION_BATCH_SIZE = 5000;
 
@@ -279,7 +283,7 @@ function appleSettings(env: Environment, problems: string[]): AppleSettings | un
 }
 
 /** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
-const OWNED_PREFIXES = ['CORS_', 'KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_'];
+const OWNED_PREFIXES = ['CORS_', 'KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_', 'METRICS_'];
 const KNOWN_VARIABLES = new Set(Object.keys(new Environment()).concat(['DATABASE_URL', 'JWT_SECRET', 'JWT_JWKS_URI', 'JWT_ISSUER', 'JWT_AUDIENCE', 'KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']));
 
 export type KafkaSettings = {
@@ -327,6 +331,8 @@ export type AppConfig = Readonly<{
   projectionBatchSize: number;
   /** Swagger UI at /docs; /openapi.json is always served. */
   docsUiEnabled: boolean;
+  /** METRICS_PER_APP: /metrics labels series with application ids (off: no tenant id in /metrics). */
+  metricsPerApp: boolean;
   eventTimeMaxSkewMs: number;
   statementTimeoutMs: number;
   requestTimeoutMs: number;
@@ -414,6 +420,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     consumerEnabled: env.CONSUMER_ENABLED,
     projectionBatchSize: env.PROJECTION_BATCH_SIZE,
     docsUiEnabled: env.DOCS_UI_ENABLED,
+    metricsPerApp: env.METRICS_PER_APP,
     eventTimeMaxSkewMs: env.EVENT_TIME_MAX_SKEW_MS,
     statementTimeoutMs: env.STATEMENT_TIMEOUT_MS,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,

@@ -2,6 +2,7 @@ import { Controller, Get, Global, Header, Inject, Module } from '@nestjs/common'
 import { ModuleRef } from '@nestjs/core';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CONSUMER_STATUS, type ConsumerStatus } from '../health/consumer-status.js';
 import { webhooksSql } from '../webhooks/webhooks.sql.js';
 import { Metrics, type RebuildProgress } from './metrics.js';
@@ -79,8 +80,8 @@ async function rebuildProgress(db: DataSource): Promise<RebuildProgress[]> {
     {
       provide: METRICS,
       // The consumer is looked up at scrape time: it depends (through the projector) on these metrics.
-      inject: [DataSource, NewestEventClock, ModuleRef],
-      useFactory: (db: DataSource, clock: NewestEventClock, refs: ModuleRef) => {
+      inject: [DataSource, NewestEventClock, ModuleRef, APP_CONFIG],
+      useFactory: (db: DataSource, clock: NewestEventClock, refs: ModuleRef, config: AppConfig) => {
         const lag = lagCollector(db, refs);
         return new Metrics({
           lag: () => lag.lag(),
@@ -89,7 +90,7 @@ async function rebuildProgress(db: DataSource): Promise<RebuildProgress[]> {
           rebuild: () => rebuildProgress(db),
           webhookBacklog: async () =>
             ((await db.query(webhooksSql.oldestPending)) as { app_id: string; age: number }[]).map((r) => ({ app: r.app_id, ageSeconds: r.age })),
-        });
+        }, { perApp: config.metricsPerApp });
       },
     },
   ],

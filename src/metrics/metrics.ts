@@ -81,7 +81,7 @@ export class Metrics {
     newestEventTime(): number | undefined;
     rebuild(): Promise<RebuildProgress[]>;
     webhookBacklog?(): Promise<{ app: string; ageSeconds: number }[]>;
-  }) {
+  }, options: { perApp?: boolean } = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
     new Gauge({
       name: `${PREFIX}build_info`,
@@ -141,16 +141,30 @@ export class Metrics {
         if (newest !== undefined) this.set((Date.now() - newest) / 1000);
       },
     });
-    new Gauge({
-      name: 'subscription_records_webhook_oldest_pending_delivery_seconds',
-      help: 'Age of the oldest webhook delivery not yet delivered, per application',
-      labelNames: ['app'] as const,
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        for (const b of (await collectors.webhookBacklog?.().catch(() => [])) ?? []) this.set({ app: b.app }, b.ageSeconds);
-      },
-    });
+    // /metrics is unauthenticated: an application id (a tenant) is a label only when the operator
+    // asks for it (METRICS_PER_APP=true, docs/operations.md); by default one series over all of them.
+    const backlog = async () => (await collectors.webhookBacklog?.().catch(() => [])) ?? [];
+    if (options.perApp) {
+      new Gauge({
+        name: 'subscription_records_webhook_oldest_pending_delivery_seconds',
+        help: 'Age of the oldest webhook delivery not yet delivered, per application (METRICS_PER_APP=true)',
+        labelNames: ['app'] as const,
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          for (const b of await backlog()) this.set({ app: b.app }, b.ageSeconds);
+        },
+      });
+    } else {
+      new Gauge({
+        name: 'subscription_records_webhook_oldest_pending_delivery_seconds',
+        help: 'Age of the oldest webhook delivery not yet delivered, over all applications (0: none pending; per application with METRICS_PER_APP=true)',
+        registers: [this.registry],
+        async collect() {
+          this.set(Math.max(0, ...(await backlog()).map((b) => b.ageSeconds)));
+        },
+      });
+    }
     // No rebuild id label: one series per kind of generation, not one per rebuild ever run.
     const labels = ['kind', 'schema'] as const;
     new Gauge({
