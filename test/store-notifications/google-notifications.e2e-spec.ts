@@ -129,6 +129,32 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     expect((await customer(u)).receiptIds).toEqual([`google:${purchase}`]);
   });
 
+  it('GPA.x, GPA.x..0, GPA.x..1: the first renewal is ..0, filed when it was charged, not at the original purchase', async () => {
+    // Google's order numbers: base order, then ..0 (first recurrence), ..1 (second), ... ("Subscription order numbers").
+    const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
+    const base = `GPA.${String(Date.now()).slice(-4)}-0000-0000-00000`;
+    google.setSubscription(PACKAGE, purchase, subscription(u, { order: base, expires: at(-10 * DAY) }));
+    await published(subNotification(4, purchase));
+    const startDay = at(-40 * DAY).slice(0, 10);
+    const chargedToday = new Date().toISOString().slice(0, 10);
+    for (const [i, order] of [`${base}..0`, `${base}..1`].entries()) {
+      google.setSubscription(PACKAGE, purchase, subscription(u, { order, expires: at((20 + 30 * i) * DAY) }));
+      await published(subNotification(2, purchase));
+      const renewal = await transaction(`google:${order}`);
+      expect(renewal).toMatchObject({ purchaseId: `google:${base}`, receiptId: `google:${purchase}` });
+      expect(renewal!.purchaseDate).toBeUndefined();
+    }
+    const ids = async (from: string, to: string) =>
+      ((await api.get(`/v2/transactions?startdate=${from}T00:00:00Z&enddate=${to}T00:00:00Z&limit=1000`, token)).body.rows as Row[]).map((t) => t.transactionId);
+    const dayAfter = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + DAY).toISOString().slice(0, 10);
+    // the first order on the subscription's first day, each renewal on the day it was charged (today here)
+    const onStartDay = await ids(startDay, dayAfter(startDay));
+    expect(onStartDay).toContain(`google:${base}`);
+    expect(onStartDay).not.toContain(`google:${base}..0`);
+    expect(await ids(chargedToday, dayAfter(chargedToday))).toEqual(expect.arrayContaining([`google:${base}..0`, `google:${base}..1`]));
+    expect((await customer(u)).customerInfo).toMatchObject({ activeSubscriber: true, lastPurchaseDate: expect.stringMatching(new RegExp(`^${chargedToday}`)) });
+  });
+
   // Every subscription notification type, with the state Google reports after it (the mapping reads the state).
   it.each([
     [1, 'RECOVERED', 'SUBSCRIPTION_STATE_ACTIVE', true, {}],

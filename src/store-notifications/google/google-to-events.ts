@@ -23,7 +23,11 @@ const micros = (m: Money | undefined) =>
   m?.units === undefined || m.units === null ? undefined : Number(BigInt(m.units) * 1_000_000n + BigInt(Math.trunc((m.nanos ?? 0) / 1000)));
 const dropUndefined = <T extends Record<string, unknown>>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as T;
 const iso = (t: string | null | undefined) => (t ? new Date(t).toISOString() : undefined);
-/** "GPA.1234-5678-9012-34567..2" is the third charge of order "GPA.1234-5678-9012-34567". */
+/**
+ * Google numbers a subscription's charges "GPA.1234-5678-9012-34567" (the first order), then
+ * "GPA.1234-5678-9012-34567..0" (the first renewal), "..1" (the second), ...: any "..N" suffix is a
+ * renewal, N + 1 periods after the first order ("Subscription order numbers", Play Billing docs).
+ */
 const RENEWAL_ORDER = /^(.*)\.\.(\d+)$/;
 
 function event(id: string, appId: string, time: Date, type: ContractEvent['type'], data: ContractEvent['data']): ContractEvent {
@@ -47,7 +51,6 @@ export function googleSubscriptionEvents(appId: string, messageId: string, purch
   const orderId = item?.latestSuccessfulOrderId;
   if (!item?.productId || !orderId) return [];
   const renewal = RENEWAL_ORDER.exec(orderId);
-  const charge = renewal ? Number(renewal[2]) : 0;
   const state = s.subscriptionState ?? '';
   const receiptId = `google:${purchaseToken}`;
   const user = s.externalAccountIdentifiers?.obfuscatedExternalAccountId ?? undefined;
@@ -62,9 +65,10 @@ export function googleSubscriptionEvents(appId: string, messageId: string, purch
     receiptId,
     applicationUsername: user,
     sandbox: s.testPurchase !== undefined && s.testPurchase !== null,
-    // Google gives no charge time per renewal: a renewal order is filed at the first fetch of it,
-    // seconds after the charge (the RTDN that announced it); the first order at the start.
-    purchaseDate: charge === 0 ? iso(s.startTime) : undefined,
+    // Google gives no charge time per renewal: a renewal order ("..0" included) carries no date and
+    // is filed at the first fetch of it, seconds after the charge (the RTDN that announced it); only
+    // the first order is dated, at the subscription's start.
+    purchaseDate: renewal ? undefined : iso(s.startTime),
     expirationDate: iso(item.expiryTime),
     renewalIntent: plan ? (plan.autoRenewEnabled ? 'Renew' : 'Lapse') : undefined,
     cancelationReason: canceled,

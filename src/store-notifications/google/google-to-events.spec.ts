@@ -1,0 +1,79 @@
+import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
+import { decodeEvent } from '../../events/decode-event.js';
+import { projectEvents } from '../../projection/project-events.js';
+import { googleSubscriptionEvents } from './google-to-events.js';
+
+// given / when / then over the Google mapping, through the event contract (decodeEvent) and the
+// pure projection (projectEvents), to where each order is filed.
+//
+// Payload shapes: SubscriptionPurchaseV2 as purchases.subscriptionsv2.get returns it (androidpublisher
+// v3 reference, @googleapis/androidpublisher Schema$SubscriptionPurchaseV2: lineItems[].productId,
+// expiryTime, latestSuccessfulOrderId, autoRenewingPlan). Order numbers as Google documents them
+// ("Subscription order numbers"): GPA.1234-5678-9012-34567 (base order), ..0 (first recurrence),
+// ..1 (second recurrence), ...
+
+const BASE = 'GPA.1234-5678-9012-34567';
+const START = '2026-01-10T09:00:00.000Z';
+
+function state(orderId: string, expiryTime: string): androidpublisher_v3.Schema$SubscriptionPurchaseV2 {
+  return {
+    kind: 'androidpublisher#subscriptionPurchaseV2',
+    regionCode: 'US',
+    startTime: START,
+    subscriptionState: 'SUBSCRIPTION_STATE_ACTIVE',
+    latestOrderId: orderId,
+    acknowledgementState: 'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED',
+    externalAccountIdentifiers: { obfuscatedExternalAccountId: 'user-g' },
+    lineItems: [
+      {
+        productId: 'pro_monthly',
+        expiryTime,
+        autoRenewingPlan: { autoRenewEnabled: true, recurringPrice: { currencyCode: 'USD', units: '4', nanos: 990000000 } },
+        offerDetails: { basePlanId: 'monthly', offerTags: [] },
+        latestSuccessfulOrderId: orderId,
+      },
+    ],
+  };
+}
+
+/** The transaction.updated of a fetch, as the consumer decodes it (the contract's schema applies). */
+function fetched(messageId: string, orderId: string, expiryTime: string, fetchedAt: string) {
+  const [event] = googleSubscriptionEvents('app', messageId, 'tok-1', state(orderId, expiryTime), new Date(fetchedAt));
+  const decoded = decodeEvent(JSON.stringify(event), { receivedAt: Date.parse(fetchedAt) });
+  if (!decoded.ok) throw new Error(decoded.reason);
+  return decoded.event;
+}
+
+describe('googleSubscriptionEvents: order numbers', () => {
+  // Each order is fetched seconds after its charge (the RTDN that announced it: PURCHASED, then RENEWED).
+  const first = fetched('m1', BASE, '2026-02-10T09:00:00.000Z', '2026-01-10T09:00:04.000Z');
+  const firstRenewal = fetched('m2', `${BASE}..0`, '2026-03-10T09:00:00.000Z', '2026-02-10T09:00:05.000Z');
+  const secondRenewal = fetched('m3', `${BASE}..1`, '2026-04-10T09:00:00.000Z', '2026-03-10T09:00:03.000Z');
+
+  it('given the first order GPA.x, then it is dated at the subscription start', () => {
+    expect(first.data).toMatchObject({ transactionId: `google:${BASE}`, purchaseId: `google:${BASE}` });
+    expect(Date.parse(first.data.purchaseDate!)).toBe(Date.parse(START));
+  });
+
+  it('given GPA.x..0, then it is the first renewal: an order of the same purchase, with no purchase date of its own', () => {
+    expect(firstRenewal.data).toMatchObject({ transactionId: `google:${BASE}..0`, purchaseId: `google:${BASE}` });
+    expect(firstRenewal.data.purchaseDate).toBeUndefined();
+    expect(secondRenewal.data).toMatchObject({ transactionId: `google:${BASE}..1`, purchaseId: `google:${BASE}` });
+    expect(secondRenewal.data.purchaseDate).toBeUndefined();
+  });
+
+  it('when all three are projected, in any order, then each is filed on the day it was charged', () => {
+    const filed = (events: ReturnType<typeof fetched>[]) =>
+      Object.fromEntries(projectEvents(events).transactions.map((t) => [t.transaction_id, t.occurred_at.slice(0, 10)]));
+    const expected = { [`google:${BASE}`]: '2026-01-10', [`google:${BASE}..0`]: '2026-02-10', [`google:${BASE}..1`]: '2026-03-10' };
+    expect(filed([first, firstRenewal, secondRenewal])).toEqual(expected);
+    expect(filed([secondRenewal, firstRenewal, first])).toEqual(expected);
+  });
+
+  it('when the first renewal is fetched again later (a CANCELED after it), then it stays filed at its first fetch', () => {
+    const later = fetched('m4', `${BASE}..0`, '2026-03-10T09:00:00.000Z', '2026-02-20T12:00:00.000Z');
+    const rows = projectEvents([later, firstRenewal]).transactions;
+    expect(rows).toHaveLength(1);
+    expect(rows[0].occurred_at.slice(0, 10)).toBe('2026-02-10');
+  });
+});
