@@ -54,8 +54,8 @@ export class HealthController {
       async () => {
         const check = this.indicator.check('consumer');
         if (!this.consumer) return check.up({ state: 'disabled' });
-        const { state, reason, blocked } = this.consumer.health();
-        const detail = { state, ...(reason ? { reason } : {}), ...(blocked ? { blocked } : {}) };
+        const { state, reason, blocked, stuck } = this.consumer.health();
+        const detail = { state, ...(reason ? { reason } : {}), ...(blocked ? { blocked } : {}), ...(stuck ? { stuck } : {}) };
         return state === 'running' ? check.up(detail) : check.down(detail);
       },
     ]);

@@ -5,7 +5,7 @@ import type { ConsumerHealth, ConsumerState } from '../health/consumer-status.js
 /** Every metric name starts with this, so the service's series are found and kept apart from others. */
 export const PREFIX = 'subscription_records_';
 
-const CONSUMER_STATES: ConsumerState[] = ['connecting', 'running', 'retrying', 'blocked', 'crashed', 'stopped'];
+const CONSUMER_STATES: ConsumerState[] = ['connecting', 'running', 'retrying', 'stuck', 'blocked', 'crashed', 'stopped'];
 
 /** Every metric the service exposes at /metrics, on one registry per application instance. */
 export class Metrics {
@@ -130,6 +130,16 @@ export class Metrics {
       collect() {
         this.reset();
         for (const b of collectors.consumer()?.blocked ?? []) this.set({ partition: String(b.partition) }, 1);
+      },
+    });
+    new Gauge({
+      name: 'subscription_records_projection_partition_stuck',
+      help: '1 for each partition whose batch PostgreSQL refuses in a way retrying cannot cure, by SQLSTATE (see /health/ready)',
+      labelNames: ['partition', 'code'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of collectors.consumer()?.stuck ?? []) this.set({ partition: String(s.partition), code: s.code }, 1);
       },
     });
     new Gauge({

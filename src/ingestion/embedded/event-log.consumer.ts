@@ -50,8 +50,7 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
   health(): ConsumerHealth {
     if (this.status === 'starting') return { state: 'connecting', reason: 'starting' };
     if (this.status === 'blocked' || this.status === 'retrying') return { state: this.status, reason: this.reason };
-    if (this.status === 'running' && this.projector.isRetrying) return { state: 'retrying', reason: 'a batch keeps failing against PostgreSQL; retrying without moving offsets' };
-    return { state: this.status };
+    return (this.status === 'running' ? this.projector.health() : undefined) ?? { state: this.status };
   }
 
   /** One log line per state change, not one per retry. */

@@ -101,8 +101,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     }
     const silence = Date.now() - this.lastContactAt;
     if (silence > BROKER_SILENCE_MS) return { state: 'connecting', reason: `no answer from the broker for ${Math.round(silence / 1000)} s` };
-    if (this.projector.isRetrying) return { state: 'retrying', reason: 'a batch keeps failing against PostgreSQL; retrying without moving offsets' };
-    return { state: 'running' };
+    return this.projector.health() ?? { state: 'running' };
   }
 
   onApplicationBootstrap(): void {
