@@ -38,11 +38,17 @@ export function redactQuery(url: string): string {
   return `${url.slice(0, q)}?${pairs.join('&')}`;
 }
 
+/**
+ * Nest's start-up narration (a line per module, controller and route: ~35 a start) says nothing an
+ * operator acts on: debug. Their warnings and errors keep their level.
+ */
+const BOOT_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication', 'CommandFactory']);
+
 /** Routes Nest's own log calls into the same pino instance as Fastify's request logs. */
 export class PinoNestLogger implements LoggerService {
   constructor(private readonly pino: Logger) {}
   log(message: unknown, context?: string) {
-    this.write('info', message, context);
+    this.write(context !== undefined && BOOT_CONTEXTS.has(context) ? 'debug' : 'info', message, context);
   }
   error(message: unknown, trace?: string, context?: string) {
     this.write('error', message, context, trace);
