@@ -55,7 +55,7 @@ export class WebhooksAddCommand extends WebhooksSubCommand<{ app?: string; url?:
     return value;
   }
 
-  @Option({ flags: '--url <url>', description: 'https URL to POST to (http only for hosts in WEBHOOK_ALLOW_HOSTS)' })
+  @Option({ flags: '--url <url>', description: 'https URL to POST to, not an internal address (internal hosts and http only if listed in WEBHOOK_ALLOW_HOSTS)' })
   parseUrl(value: string): string {
     return value;
   }

@@ -171,7 +171,7 @@ class Environment {
   @Transform(toInt) @IsInt() @Min(10) @Max(60_000)
   WEBHOOK_POLL_MS = 500;
 
-  /** Hosts a webhook may be sent to over plain http (https is required for every other host). */
+  /** Hosts a webhook may be sent to although they are (or resolve to) internal addresses, and over plain http. */
   @IsOptional() @Transform(toList) @IsString({ each: true })
   WEBHOOK_ALLOW_HOSTS?: string[];
 
@@ -308,7 +308,7 @@ export type WebhookSettings = {
   retryBaseMs: number;
   maxInFlight: number;
   pollMs: number;
-  /** Lower-case host names (no port) that may be targeted over http as well. */
+  /** Lower-case host names or IPs (no port) that may be targeted although internal, and over http. */
   allowHosts: readonly string[];
 };
 

@@ -1,10 +1,11 @@
 import type { DataSource } from 'typeorm';
+import { Agent, fetch, type Response } from 'undici';
 import type { WebhookSettings } from '../config/app-config.js';
 import { preparedQuery } from '../database/prepared.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { retryDelayMs } from './retry-schedule.js';
 import { signedHeaders } from './webhook-signing.js';
-import { checkWebhookTarget } from './webhook-target.js';
+import { checkWebhookTarget, InternalTargetError, TARGET_NOT_ALLOWED, webhookLookup } from './webhook-target.js';
 import { webhooksSql } from './webhooks.sql.js';
 
 type Claimed = { id: string; payload: string; attempts: number; created_at: Date; endpoint_id: string; app_id: string; url: string; secret: string; previous_secret: string | null };
@@ -22,12 +23,16 @@ const LEASE_MARGIN_MS = 5_000;
  */
 export class WebhookSender {
   private readonly inFlight = new Set<Promise<void>>();
+  /** Every connection resolves its host through webhookLookup: no internal address, even after DNS changes. */
+  private readonly agent: Agent;
 
   constructor(
     private readonly db: DataSource,
     private readonly settings: WebhookSettings,
     private readonly metrics?: Metrics,
-  ) {}
+  ) {
+    this.agent = new Agent({ connect: { lookup: webhookLookup(settings.allowHosts) } });
+  }
 
   /** Claims what it has room for and starts sending; returns how many it claimed. */
   async sendDue(): Promise<number> {
@@ -41,9 +46,10 @@ export class WebhookSender {
     return claimed.length;
   }
 
-  /** Waits for the attempts under way (each ends within the attempt timeout). */
-  async drain(): Promise<void> {
+  /** Waits for the attempts under way (each ends within the attempt timeout), then closes the connections. */
+  async close(): Promise<void> {
     await Promise.allSettled([...this.inFlight]);
+    await this.agent.close();
   }
 
   private async send(d: Claimed): Promise<void> {
@@ -78,6 +84,7 @@ export class WebhookSender {
       const secrets = d.previous_secret ? [d.secret, d.previous_secret] : [d.secret];
       const response = await fetch(target, {
         method: 'POST',
+        dispatcher: this.agent,
         body: d.payload,
         redirect: 'manual',
         signal: AbortSignal.timeout(this.settings.timeoutMs),
@@ -89,6 +96,7 @@ export class WebhookSender {
       return { ok: false, status: response.status, error: `HTTP ${response.status}${redirect}${excerpt ? `: ${excerpt}` : ''}` };
     } catch (error) {
       const e = error as Error & { cause?: Error };
+      if (e instanceof InternalTargetError || e.cause instanceof InternalTargetError) return { ok: false, status: null, error: TARGET_NOT_ALLOWED };
       const why = e.name === 'TimeoutError' ? `no response within ${this.settings.timeoutMs} ms` : (e.cause?.message ?? e.message);
       return { ok: false, status: null, error: why };
     }

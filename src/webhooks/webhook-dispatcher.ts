@@ -51,7 +51,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     this.running = false;
     this.wake?.();
     await this.loop;
-    await this.sender.drain();
+    await this.sender.close();
   }
 
   private async run(): Promise<void> {

@@ -3,7 +3,7 @@ import { encodeCursor } from '../change-feed/change-cursor.js';
 import { HIGH_WATER } from '../change-feed/change-positions.sql.js';
 import type { WebhookSettings } from '../config/app-config.js';
 import { newWebhookSecret } from './webhook-signing.js';
-import { checkWebhookTarget } from './webhook-target.js';
+import { checkResolvedTarget, checkWebhookTarget } from './webhook-target.js';
 
 /** How long a rotated-out secret still signs messages next to the new one. */
 export const PREVIOUS_SECRET_GRACE_MS = 24 * 3_600_000;
@@ -30,7 +30,9 @@ export type EndpointListing = {
  */
 export async function addEndpoint(db: DataSource, settings: WebhookSettings, o: { appId: string; url: string; fromStart?: boolean }): Promise<{ id: string; secret: string }> {
   if (!/^[\x21-\x7e]{1,200}$/.test(o.appId)) throw new WebhookEndpointError('--app must be an application id (printable, at most 200 characters)');
-  const url = checkWebhookTarget(o.url, settings.allowHosts).toString();
+  const target = checkWebhookTarget(o.url, settings.allowHosts);
+  await checkResolvedTarget(target, settings.allowHosts);
+  const url = target.toString();
   const secret = newWebhookSecret();
   const [{ mark }] = (await db.query(`SELECT ${HIGH_WATER}::text AS mark`)) as { mark: string }[];
   const start = o.fromStart ? '0' : encodeCursor({ position: mark, key: '' });
