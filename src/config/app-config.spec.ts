@@ -28,6 +28,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...production, ALLOW_EMBEDDED: 'true' }).databaseUrl).toBeUndefined();
   });
 
+  it('starts an API-only instance in production with only DATABASE_URL, unless it takes store notifications', () => {
+    const apiOnly = { NODE_ENV: 'production', JWT_SECRET: 'q8vN2LmRt5XwZ0pKc7HyB3sJf9DgA4eU', DATABASE_URL: 'postgres://db/x', CONSUMER_ENABLED: 'false' };
+    expect(loadConfig(apiOnly)).toMatchObject({ consumerEnabled: false, kafka: undefined });
+    // notifications would be appended to an embedded log that no Kafka consumer reads
+    expect(() => loadConfig({ ...apiOnly, GOOGLE_APPS: 'demo:com.example.demo', GOOGLE_SERVICE_ACCOUNT_FILE: '/dev/null' })).toThrow(/KAFKA_BROKERS must be set when NODE_ENV=production/);
+    expect(() => loadConfig({ ...apiOnly, CONSUMER_ENABLED: 'true' })).toThrow(/KAFKA_BROKERS must be set when NODE_ENV=production/);
+  });
+
   it('refuses a placeholder or trivially weak JWT_SECRET in production, and only there', () => {
     const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', KAFKA_BROKERS: 'k:9092' };
     for (const [secret, reason] of [

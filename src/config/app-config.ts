@@ -374,7 +374,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   }
   if (env.NODE_ENV === 'production' && !env.ALLOW_EMBEDDED) {
     if (!env.DATABASE_URL) problems.push('DATABASE_URL must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to run the embedded PostgreSQL)');
-    if (!env.KAFKA_BROKERS) problems.push('KAFKA_BROKERS must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to use the embedded event log)');
+    // An API-only instance that takes no store notifications neither reads nor writes the event log.
+    const usesEventLog = env.CONSUMER_ENABLED || Boolean(env.APPLE_APPS?.length || env.GOOGLE_APPS?.length);
+    if (!env.KAFKA_BROKERS && usesEventLog) {
+      problems.push('KAFKA_BROKERS must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to use the embedded event log; an API-only instance, CONSUMER_ENABLED=false without APPLE_APPS or GOOGLE_APPS, needs neither)');
+    }
   }
   const apple = appleSettings(env, problems);
   const google = googleSettings(env, problems);
