@@ -4,7 +4,15 @@ import { openDatabase } from '../database/open-database.js';
 import { appendToEventLog } from '../event-log/event-log.js';
 import { createKafka } from '../ingestion/kafka/kafka-client.js';
 
-export type EventSink = { send(messages: { key: string; value: Buffer }[]): Promise<void>; close(): Promise<void> };
+export type EventSink = {
+  send(messages: { key: string; value: Buffer }[]): Promise<void>;
+  close(): Promise<void>;
+  /** Bytes of values one send should carry at most (a single larger message goes alone). */
+  chunkBytes: number;
+};
+
+/** One append to the embedded log: a statement's parameters are held whole, in hex, by the driver. */
+const EMBEDDED_CHUNK_BYTES = 4 * 1024 * 1024;
 
 /** Where `publish` appends: the Kafka topic, or the embedded log table when no brokers are set. */
 export async function openEventSink(config: AppConfig): Promise<EventSink> {
@@ -19,6 +27,9 @@ export async function openEventSink(config: AppConfig): Promise<EventSink> {
         await producer.send({ topic, acks: -1, messages });
       },
       close: () => producer.disconnect(),
+      // Kafka refuses a record batch over message.max.bytes: chunks well under it keep valid lines
+      // from sharing a batch that is refused.
+      chunkBytes: Math.floor(config.eventMaxBytes / 2),
     };
   }
   const { db, close } = await openDatabase(config, 'publish');
@@ -27,5 +38,6 @@ export async function openEventSink(config: AppConfig): Promise<EventSink> {
       await appendToEventLog(db, config.eventLogTopic, messages);
     },
     close,
+    chunkBytes: EMBEDDED_CHUNK_BYTES,
   };
 }

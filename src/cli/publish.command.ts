@@ -1,14 +1,17 @@
 import { createProgress } from '../common/progress.js';
 import { refuseExtraArguments } from './usage-error.js';
 import { createReadStream, statSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { Inject } from '@nestjs/common';
 import { Command, CommandRunner } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { decodeEvent } from '../events/decode-event.js';
 import { openEventSink, type EventSink } from './event-sink.js';
+import { readLines } from './read-lines.js';
 
 const CHUNK = 1000;
+
+/** Room a message needs besides key and value: Kafka's record batch and record framing. */
+const FRAMING_BYTES = 1024;
 
 /** Kafka refused the records themselves (not the connection): worth finding the line by line. */
 function isRecordError(error: unknown): boolean {
@@ -20,7 +23,10 @@ function isRecordError(error: unknown): boolean {
 @Command({
   name: 'publish',
   arguments: '<file>',
-  description: 'Validate newline-delimited JSON events from a file (or - for stdin) and append them to the event log (Kafka or embedded)',
+  description:
+    'Validate newline-delimited JSON events from a file (or - for stdin) and append them to the event log: the Kafka topic KAFKA_TOPIC when KAFKA_BROKERS is set, ' +
+    "else the embedded event log (the event_log table in the service's PostgreSQL). Exit 0: every line sent; 1: some lines refused or not sent (each named by line number on stderr) " +
+    'or the log could not be reached; 2: usage error.',
 })
 export class PublishCommand extends CommandRunner {
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
@@ -37,15 +43,14 @@ export class PublishCommand extends CommandRunner {
     const progress = createProgress({ label: 'publish', unit: 'events' });
 
     let sink: EventSink | undefined;
-    let lineNo = 0;
     let bytes = 0;
     let sent = 0;
     let refused = 0;
     const unsent: number[] = [];
-    // Kafka refuses a record batch over message.max.bytes: lines that cannot fit are refused here by
-    // number, and chunks are kept well under it so valid lines never share a batch that is refused.
-    const maxMessage = this.config.kafka?.maxMessageBytes;
-    const chunkBytes = maxMessage === undefined ? Infinity : Math.floor(maxMessage / 2);
+    // Lines that cannot fit a message of EVENT_MAX_BYTES are refused here by number, in every mode;
+    // the input is read in memory bounded by it, and sent in chunks bounded by the sink.
+    const maxMessage = this.config.eventMaxBytes;
+    const log = this.config.kafka ? 'the broker' : 'the event log';
     let pending: { line: number; key: string; value: Buffer }[] = [];
     let pendingBytes = 0;
     const refuse = (line: number, code: string, reason: string) => {
@@ -53,6 +58,8 @@ export class PublishCommand extends CommandRunner {
       progress.stop();
       process.stderr.write(`line ${line}: refused (${code}): ${reason}\n`);
     };
+    const tooLarge = (line: number, bytes: number) =>
+      refuse(line, 'too_large', `${bytes} bytes; ${log} takes messages up to ${maxMessage} bytes with key and framing (EVENT_MAX_BYTES)`);
     const send = async (batch: typeof pending) => {
       await sink!.send(batch.map(({ key, value }) => ({ key, value })));
       sent += batch.length;
@@ -66,7 +73,7 @@ export class PublishCommand extends CommandRunner {
         await send(batch);
       } catch (error) {
         if (!isRecordError(error)) {
-          throw new Error(`sending lines ${batch[0].line}-${batch[batch.length - 1].line} failed: ${(error as Error).message}; ${sent} event(s) were sent before`);
+          throw new Error(`sending lines ${batch[0].line}-${batch[batch.length - 1].line} failed: ${(error as Error).message}; ${sent} event(s) were sent before, none from line ${batch[0].line} on`);
         }
         if (batch.length === 1) {
           unsent.push(batch[0].line);
@@ -87,23 +94,26 @@ export class PublishCommand extends CommandRunner {
     // Opened first: a log that cannot be reached is one clear error, not a refusal per line.
     sink = await openEventSink(this.config);
     try {
-      for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-        lineNo++;
-        const lineBytes = Buffer.byteLength(line);
+      for await (const { number: lineNo, bytes: lineBytes, value } of readLines(input, maxMessage)) {
         bytes += lineBytes + 1;
-        if (line.trim() === '') continue;
-        const decoded = decodeEvent(line, { maxFutureSkewMs: this.config.eventTimeMaxSkewMs });
+        if (value === undefined) {
+          tooLarge(lineNo, lineBytes);
+          continue;
+        }
+        const text = value.toString('utf8');
+        if (text.trim() === '') continue;
+        const decoded = decodeEvent(text, { maxFutureSkewMs: this.config.eventTimeMaxSkewMs });
         if (!decoded.ok) {
           refuse(lineNo, decoded.code, decoded.reason);
           continue;
         }
         const key = decoded.event.data.receiptId;
-        if (maxMessage !== undefined && lineBytes + Buffer.byteLength(key) + 1024 > maxMessage) {
-          refuse(lineNo, 'too_large', `${lineBytes} bytes; the broker takes messages up to ${maxMessage} bytes (KAFKA_MAX_MESSAGE_BYTES)`);
+        if (lineBytes + Buffer.byteLength(key) + FRAMING_BYTES > maxMessage) {
+          tooLarge(lineNo, lineBytes);
           continue;
         }
-        if (pendingBytes + lineBytes > chunkBytes) await flush();
-        pending.push({ line: lineNo, key, value: Buffer.from(line) });
+        if (pendingBytes + lineBytes > sink.chunkBytes) await flush();
+        pending.push({ line: lineNo, key, value });
         pendingBytes += lineBytes;
         if (pending.length >= CHUNK) await flush();
         progress.update({ done: sent + pending.length, fraction: size ? Math.min(1, bytes / size) : undefined, detail: `${refused} refused` });

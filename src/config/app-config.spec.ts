@@ -9,9 +9,19 @@ describe('loadConfig', () => {
 
   it('reads Kafka settings when KAFKA_BROKERS is set', () => {
     const config = loadConfig({ KAFKA_BROKERS: 'a:9092, b:9092', KAFKA_TOPIC: 't', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p', KAFKA_SSL: 'true' });
-    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9092'], topic: 't', groupId: 'subscription-read-models', clientId: 'subscription-records', ssl: true, sessionTimeoutMs: 30000, maxBytesPerPartition: 4194304, partitionsConcurrency: 2, roundShareMessages: 150, sasl: { mechanism: 'plain', username: 'u', password: 'p' }, maxMessageBytes: 1048588 });
+    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9092'], topic: 't', groupId: 'subscription-read-models', clientId: 'subscription-records', ssl: true, sessionTimeoutMs: 30000, maxBytesPerPartition: 4194304, partitionsConcurrency: 2, roundShareMessages: 150, sasl: { mechanism: 'plain', username: 'u', password: 'p' } });
     expect(loadConfig({ KAFKA_BROKERS: 'a:9092', KAFKA_ROUND_SHARE_MESSAGES: '40' }).kafka?.roundShareMessages).toBe(40);
     expect(() => loadConfig({ KAFKA_BROKERS: 'a:9092', KAFKA_ROUND_SHARE_MESSAGES: '0' })).toThrow(/KAFKA_ROUND_SHARE_MESSAGES must not be less than 1/);
+  });
+
+  it('takes one largest message size for every mode: EVENT_MAX_BYTES, or its former name KAFKA_MAX_MESSAGE_BYTES', () => {
+    expect(loadConfig({}).eventMaxBytes).toBe(1_048_588); // the broker's message.max.bytes
+    expect(loadConfig({ EVENT_MAX_BYTES: '2000000' }).eventMaxBytes).toBe(2_000_000);
+    expect(loadConfig({ KAFKA_MAX_MESSAGE_BYTES: '3000000' })).toMatchObject({ eventMaxBytes: 3_000_000, warnings: [] });
+    expect(loadConfig({ EVENT_MAX_BYTES: '2000000', KAFKA_MAX_MESSAGE_BYTES: '3000000' }).eventMaxBytes).toBe(2_000_000);
+    // the service's heap (160 MB) must hold a message of this size while it is decoded
+    expect(() => loadConfig({ EVENT_MAX_BYTES: String(16 * 1024 * 1024 + 1) })).toThrow(/EVENT_MAX_BYTES must not be greater than 16777216/);
+    expect(() => loadConfig({ KAFKA_MAX_MESSAGE_BYTES: '100' })).toThrow(/KAFKA_MAX_MESSAGE_BYTES must not be less than 4096/);
   });
 
   it('refuses production without a way to verify tokens', () => {

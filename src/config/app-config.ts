@@ -134,9 +134,17 @@ class Environment {
   @Transform(toInt) @IsInt() @Min(0) @Max(365 * 86_400_000)
   EVENT_TIME_MAX_SKEW_MS = 86_400_000;
 
-  /** The broker's message.max.bytes: dead-letter copies to <topic>.dlq are truncated to fit it. */
-  @Transform(toInt) @IsInt() @Min(4096) @Max(256 * 1024 * 1024)
-  KAFKA_MAX_MESSAGE_BYTES = 1_048_588;
+  /**
+   * The largest message (event with its key) the log takes, in every mode; default the broker's
+   * message.max.bytes. `publish` refuses longer lines, consumers dead-letter longer messages
+   * (too_large), dead-letter copies to <topic>.dlq are truncated to fit it.
+   */
+  @Transform(toInt) @IsInt() @Min(4096) @Max(16 * 1024 * 1024)
+  EVENT_MAX_BYTES = 1_048_588;
+
+  /** The former name of EVENT_MAX_BYTES, still read when that one is unset. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(4096) @Max(16 * 1024 * 1024)
+  KAFKA_MAX_MESSAGE_BYTES?: number;
 
   /** With NODE_ENV=production, the embedded PostgreSQL and event log are refused unless this is true. */
   @Transform(toBool) @IsBoolean()
@@ -284,7 +292,7 @@ function appleSettings(env: Environment, problems: string[]): AppleSettings | un
 
 /** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
 const OWNED_PREFIXES = ['CORS_', 'KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_', 'METRICS_'];
-const KNOWN_VARIABLES = new Set(Object.keys(new Environment()).concat(['DATABASE_URL', 'JWT_SECRET', 'JWT_JWKS_URI', 'JWT_ISSUER', 'JWT_AUDIENCE', 'KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']));
+const KNOWN_VARIABLES = new Set(Object.keys(new Environment()).concat(['DATABASE_URL', 'JWT_SECRET', 'JWT_JWKS_URI', 'JWT_ISSUER', 'JWT_AUDIENCE', 'KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'KAFKA_MAX_MESSAGE_BYTES']));
 
 export type KafkaSettings = {
   brokers: string[];
@@ -298,7 +306,6 @@ export type KafkaSettings = {
   /** Messages a backlog batch applies per fetch round while another partition is at its head. */
   roundShareMessages: number;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
-  maxMessageBytes: number;
 };
 
 export type WebhookSettings = {
@@ -334,6 +341,8 @@ export type AppConfig = Readonly<{
   /** METRICS_PER_APP: /metrics labels series with application ids (off: no tenant id in /metrics). */
   metricsPerApp: boolean;
   eventTimeMaxSkewMs: number;
+  /** EVENT_MAX_BYTES: the largest message (value and key) published, projected or copied to the .dlq. */
+  eventMaxBytes: number;
   statementTimeoutMs: number;
   requestTimeoutMs: number;
   webhooks: Readonly<WebhookSettings>;
@@ -417,7 +426,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
           sasl: env.KAFKA_SASL_MECHANISM
             ? { mechanism: env.KAFKA_SASL_MECHANISM, username: env.KAFKA_SASL_USERNAME!, password: env.KAFKA_SASL_PASSWORD! }
             : undefined,
-          maxMessageBytes: env.KAFKA_MAX_MESSAGE_BYTES,
         })
       : undefined,
     eventLogTopic: env.KAFKA_TOPIC,
@@ -426,6 +434,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     docsUiEnabled: env.DOCS_UI_ENABLED,
     metricsPerApp: env.METRICS_PER_APP,
     eventTimeMaxSkewMs: env.EVENT_TIME_MAX_SKEW_MS,
+    eventMaxBytes: raw.EVENT_MAX_BYTES === undefined ? (env.KAFKA_MAX_MESSAGE_BYTES ?? env.EVENT_MAX_BYTES) : env.EVENT_MAX_BYTES,
     statementTimeoutMs: env.STATEMENT_TIMEOUT_MS,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     apple,

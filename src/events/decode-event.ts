@@ -16,6 +16,8 @@ export enum RejectCode {
   FutureTime = 'future_time',
   /** PostgreSQL refused the event when it was projected; found by splitting the batch. */
   ProjectionFailed = 'projection_failed',
+  /** Value and key over EVENT_MAX_BYTES: refused unread, so no single message can exhaust the consumer's memory. */
+  TooLarge = 'too_large',
 }
 
 export type DecodeOptions = {

@@ -14,6 +14,7 @@ export function actionForReject(code: RejectCode): ConsumerAction {
     case RejectCode.Unstorable:
     case RejectCode.FutureTime:
     case RejectCode.ProjectionFailed:
+    case RejectCode.TooLarge:
       return 'dead-letter';
     default:
       return assertNever(code);

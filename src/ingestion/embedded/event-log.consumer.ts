@@ -5,14 +5,22 @@ import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { DATABASE_SERVER } from '../../database/database.module.js';
 import type { DatabaseServer } from '../../database/database-server.js';
-import { EMBEDDED_PARTITION, eventLogBounds, eventLogEndOffsets, readEventLog } from '../../event-log/event-log.js';
+import { EMBEDDED_PARTITION, eventLogBounds, eventLogEndOffsets, readEventLogBatch, readEventLogHead } from '../../event-log/event-log.js';
 import { NOTIFY_CHANNEL } from '../../event-log/event-log.sql.js';
 import type { ConsumerHealth, ConsumerStatus } from '../../health/consumer-status.js';
 import { describePosition, positionProblem } from '../positions/log-positions.js';
 import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector } from '../projector.js';
+import { deadLetterTooLarge } from '../dead-letter-too-large.js';
+import { PROJECTION_OBSERVER, type ProjectionObserver } from '../projection-observer.js';
 
 const IDLE_POLL_MS = 1_000;
+/**
+ * Bytes of keys and values one batch may load (beyond its first message, which may take up to
+ * EVENT_MAX_BYTES): at the default PROJECTION_BATCH_SIZE and events of a few hundred bytes, the
+ * count ends a batch first; rows of a megabyte come a few at a time instead of thousands.
+ */
+const BATCH_BYTES = 8 * 1024 * 1024;
 
 /**
  * The live projection when no Kafka is configured: reads the embedded event log table from the
@@ -36,6 +44,7 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
     @InjectDataSource() private readonly db: DataSource,
     private readonly projector: Projector,
     @Optional() @Inject(PROJECTION_TARGET) private readonly target: ProjectionTarget = LIVE_TARGET,
+    @Optional() @Inject(PROJECTION_OBSERVER) private readonly observer?: ProjectionObserver,
   ) {
     this.topic = config.eventLogTopic;
   }
@@ -91,8 +100,10 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
         const from = BigInt(row?.next_offset ?? '0');
         const bound = bounds?.get(EMBEDDED_PARTITION);
         const limit = bound === undefined ? this.config.projectionBatchSize : Math.min(this.config.projectionBatchSize, Number(bound - from));
-        const messages = limit > 0 ? await readEventLog(this.db, topic, EMBEDDED_PARTITION, String(from), limit) : [];
-        if (messages.length === 0 || BigInt(messages[0].offset) !== from) {
+        const read = limit > 0 ? await readEventLogBatch(this.db, topic, EMBEDDED_PARTITION, String(from), limit, { messageBytes: this.config.eventMaxBytes, batchBytes: BATCH_BYTES }) : undefined;
+        const messages = read?.messages ?? [];
+        const first = messages[0]?.offset ?? read?.tooLarge?.offset;
+        if (first === undefined || BigInt(first) !== from) {
           // Nothing at the stored offset: caught up, unless the log was emptied or cut under the read models.
           const { low, high } = await eventLogBounds(this.db, topic);
           const position = { partition: EMBEDDED_PARTITION, logStart: low, logEnd: high, stored: row ? from : undefined };
@@ -103,9 +114,13 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
           }
         }
         this.setStatus('running');
+        if (read?.tooLarge) {
+          await this.deadLetterTooLarge(read.tooLarge.offset);
+          continue;
+        }
         if (messages.length > 0) {
           await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping }, { schema, stage: this.target.stage });
-          if (messages.length === limit) continue;
+          if (read?.more) continue;
         }
         await this.idle();
       } catch (error) {
@@ -116,6 +131,17 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
         await this.idle();
       }
     }
+  }
+
+  /** A row over EVENT_MAX_BYTES, whoever wrote it: dead-lettered from its first bytes, never loaded whole. */
+  private async deadLetterTooLarge(offset: string): Promise<void> {
+    const started = performance.now();
+    const max = this.config.eventMaxBytes;
+    const head = await readEventLogHead(this.db, this.topic, EMBEDDED_PARTITION, offset, max);
+    if (!head) return; // gone meanwhile: the next read looks at the log again
+    const message = { topic: this.topic, partition: EMBEDDED_PARTITION, offset, ...head, sha1: null };
+    const outcome = await deadLetterTooLarge(this.db, message, max, { schema: this.target.schema });
+    this.observer?.batchApplied({ topic: this.topic, partition: EMBEDDED_PARTITION, messages: [{ offset, key: null, value: null }] }, outcome, performance.now() - started);
   }
 
   private idle(): Promise<void> {

@@ -14,6 +14,8 @@ import { createKafka, dlqTopic } from './kafka-client.js';
 import { fitDeadLetter } from './dead-letter-message.js';
 import { RoundSharing } from './round-sharing.js';
 import { messageSha1 } from '../../projection/apply-batch.js';
+import { deadLetterTooLarge } from '../dead-letter-too-large.js';
+import { PROJECTION_OBSERVER, type ProjectionObserver } from '../projection-observer.js';
 
 const logMessage = (m: { offset: string; key: Buffer | null; value: Buffer | null; timestamp?: string }): LogMessage => ({
   offset: m.offset,
@@ -41,6 +43,8 @@ const BLOCKED_RECHECK_MS = 5_000;
 export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
   private readonly logger = new Logger('kafka-consumer');
   private readonly settings: KafkaSettings;
+  /** EVENT_MAX_BYTES: larger messages (the broker may allow them) are dead-lettered too_large. */
+  private readonly maxMessageBytes: number;
   private kafka!: Kafka;
   private consumer?: Consumer;
   private producer?: Producer;
@@ -76,8 +80,10 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     @InjectDataSource() private readonly db: DataSource,
     private readonly projector: Projector,
     @Optional() @Inject(PROJECTION_TARGET) private readonly target: ProjectionTarget = LIVE_TARGET,
+    @Optional() @Inject(PROJECTION_OBSERVER) private readonly observer?: ProjectionObserver,
   ) {
     this.settings = config.kafka!;
+    this.maxMessageBytes = config.eventMaxBytes;
     this.sharing = new RoundSharing(this.settings.roundShareMessages);
     this.topic = this.settings.topic;
   }
@@ -341,8 +347,46 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     await heartbeat();
   }
 
-  /** Applies messages of one partition in one batch; undefined when given up or the partition was blocked. */
+  /**
+   * Applies messages of one partition in order: in one batch, but for messages over EVENT_MAX_BYTES,
+   * each dead-lettered on its own between the batches of those around it. Undefined when given up
+   * or the partition was blocked.
+   */
   private async applyMessages(consumer: Consumer, partition: number, messages: LogMessage[], logEnd: bigint, control: RetryControl): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
+    const tooLarge = (m: LogMessage) => (m.value?.length ?? 0) + (m.key?.length ?? 0) > this.maxMessageBytes;
+    let outcome: Extract<BatchOutcome, { kind: 'applied' }> | undefined;
+    for (let start = 0; start < messages.length; ) {
+      let end = start;
+      while (end < messages.length && !tooLarge(messages[end])) end++;
+      if (end > start) {
+        outcome = await this.applyBatch(consumer, partition, messages.slice(start, end), logEnd, control);
+      } else {
+        outcome = await this.deadLetterTooLarge(consumer, partition, messages[start], messages[start - 1]?.offset, logEnd, control);
+        end++;
+      }
+      if (outcome === undefined) return undefined;
+      start = end;
+    }
+    return outcome;
+  }
+
+  private async deadLetterTooLarge(consumer: Consumer, partition: number, message: LogMessage, follows: string | undefined, logEnd: bigint, control: RetryControl): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
+    if (!control.shouldContinue()) return undefined;
+    const started = performance.now();
+    const value = message.value ?? Buffer.alloc(0);
+    const key = message.key === null ? null : Buffer.isBuffer(message.key) ? message.key : Buffer.from(message.key);
+    const letter = { topic: this.settings.topic, partition, offset: message.offset, bytes: value.length + (key?.length ?? 0), key, value, sha1: messageSha1(value) };
+    const outcome = await deadLetterTooLarge(this.db, letter, this.maxMessageBytes, {
+      schema: this.target.schema,
+      follows,
+      // the .dlq copy is cut from the whole value, so its headers give the original size
+      beforeCommit: (deadLetters) => this.publishDeadLetters(deadLetters.map((d) => ({ ...d, value }))),
+    });
+    this.observer?.batchApplied({ topic: this.settings.topic, partition, messages: [message] }, outcome, performance.now() - started);
+    return this.settle(consumer, partition, outcome, message.offset, logEnd);
+  }
+
+  private async applyBatch(consumer: Consumer, partition: number, messages: LogMessage[], logEnd: bigint, control: RetryControl): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
     let outcome;
     try {
       outcome = await this.projector.apply({ topic: this.settings.topic, partition, messages }, control, {
@@ -355,10 +399,15 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
       if (error instanceof BatchAbandoned) return undefined;
       throw error;
     }
+    return this.settle(consumer, partition, outcome, messages[0].offset, logEnd);
+  }
+
+  /** After a batch's transaction: blocks the partition at a gap, or commits the new offset to Kafka too. */
+  private async settle(consumer: Consumer, partition: number, outcome: BatchOutcome, firstOffset: string, logEnd: bigint): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
     if (outcome.kind === 'gap') {
       // Events between the stored offset and this batch no longer exist (retention passed them):
       // never skipped silently. The next look at the partition names the offsets.
-      this.block(consumer, { partition, logStart: BigInt(messages[0].offset), logEnd, stored: BigInt(outcome.storedOffset) });
+      this.block(consumer, { partition, logStart: BigInt(firstOffset), logEnd, stored: BigInt(outcome.storedOffset) });
       return undefined;
     }
     this.nextOffsets.set(partition, BigInt(outcome.nextOffset));
@@ -424,7 +473,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     if (deadLetters.length === 0) return;
     // One at a time: copies of large messages sent together would share one record batch over the limit.
     for (const d of deadLetters) {
-      await this.producer!.send({ topic: dlqTopic(this.settings.topic), acks: -1, messages: [fitDeadLetter(d, this.settings.maxMessageBytes)] });
+      await this.producer!.send({ topic: dlqTopic(this.settings.topic), acks: -1, messages: [fitDeadLetter(d, this.maxMessageBytes)] });
     }
   }
 }
