@@ -213,6 +213,8 @@ export class WebhookDeliveryEntity {
   @Column({ name: 'last_status', type: 'integer', nullable: true }) lastStatus: number | null;
   @Column({ name: 'last_error', type: 'text', nullable: true }) lastError: string | null;
   @Column({ name: 'delivered_at', type: 'timestamptz', nullable: true }) deliveredAt: Date | null;
+  /** The `webhook-id` header: random, so ids never repeat after the database is recreated or restored. Written as TypeORM reads it back (casts stripped). */
+  @Column({ name: 'message_id', type: 'text', default: () => "('msg_'|| replace((gen_random_uuid()), '-', ''))" }) messageId: string;
 }
 
 export const ENTITIES = [

@@ -8,7 +8,7 @@ import { signedHeaders } from './webhook-signing.js';
 import { checkWebhookTarget, InternalTargetError, TARGET_NOT_ALLOWED, webhookLookup } from './webhook-target.js';
 import { webhooksSql } from './webhooks.sql.js';
 
-type Claimed = { id: string; payload: string; attempts: number; created_at: Date; endpoint_id: string; app_id: string; url: string; secret: string; previous_secret: string | null };
+type Claimed = { id: string; message_id: string; payload: string; attempts: number; created_at: Date; endpoint_id: string; app_id: string; url: string; secret: string; previous_secret: string | null };
 type Attempt = { ok: true; status: number } | { ok: false; status: number | null; error: string };
 
 /** What is kept of a receiver's answer: enough to say why it failed, never the whole body. */
@@ -88,7 +88,7 @@ export class WebhookSender {
         body: d.payload,
         redirect: 'manual',
         signal: AbortSignal.timeout(this.settings.timeoutMs),
-        headers: { 'content-type': 'application/json', 'user-agent': 'subscription-records-webhooks/1', ...signedHeaders(`msg_${d.id}`, new Date(), d.payload, secrets) },
+        headers: { 'content-type': 'application/json', 'user-agent': 'subscription-records-webhooks/1', ...signedHeaders(d.message_id, new Date(), d.payload, secrets) },
       });
       const excerpt = await readExcerpt(response);
       if (response.status >= 200 && response.status < 300) return { ok: true, status: response.status };

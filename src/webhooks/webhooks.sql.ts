@@ -45,7 +45,7 @@ export const webhooksSql = {
     SET lease_until = now() + $2 * interval '1 millisecond', attempts = d.attempts + 1, last_attempt_at = now()
     FROM due, public.webhook_endpoints e
     WHERE d.id = due.id AND e.id = d.endpoint_id
-    RETURNING d.id::text, d.payload, d.attempts, d.created_at, e.id::text AS endpoint_id, e.app_id, e.url, e.secret,
+    RETURNING d.id::text, d.message_id, d.payload, d.attempts, d.created_at, e.id::text AS endpoint_id, e.app_id, e.url, e.secret,
               CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END AS previous_secret`,
 
   delivered: `
