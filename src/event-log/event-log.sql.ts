@@ -31,7 +31,7 @@ export const eventLogSql = {
            CASE WHEN loaded THEN key END AS key, CASE WHEN loaded THEN value END AS value
     FROM (
       SELECT l."offset", l.key, l.value, s.bytes, (extract(epoch FROM l.appended_at) * 1000)::bigint::text AS "timestamp",
-             s.bytes <= $5 AND sum(s.bytes) OVER (ORDER BY l."offset") - s.bytes < $6 AS loaded
+             s.bytes <= $5::bigint AND sum(s.bytes) OVER (ORDER BY l."offset") - s.bytes < $6::bigint AS loaded
       FROM public.event_log l, LATERAL (SELECT octet_length(l.value) + coalesce(octet_length(l.key), 0) AS bytes) s
       WHERE l.topic = $1 AND l.partition = $2 AND l."offset" >= $3
       ORDER BY l."offset" LIMIT $4
