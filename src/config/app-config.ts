@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { weakSecretReason } from './secret-strength.js';
 import { plainToInstance, Transform } from 'class-transformer';
@@ -191,6 +191,18 @@ class Environment {
   @IsOptional() @Transform(toList) @IsString({ each: true })
   APPLE_APPS?: string[];
 
+  /** appId:issuerId:keyId:path-to-.p8, comma-separated: In-App Purchase keys `import apple` calls the App Store Server API with. */
+  @IsOptional() @Transform(toList) @IsString({ each: true })
+  APPLE_API_KEYS?: string[];
+
+  /** The App Store Server API's address for every app (tests: a loopback mock); unset: Apple's, by each app's environment. */
+  @IsOptional() @IsUrl({ require_tld: false, protocols: ['http', 'https'] })
+  APPLE_API_BASE_URL?: string;
+
+  /** Store requests `import` keeps in flight at once. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(64)
+  IMPORT_CONCURRENCY = 4;
+
   /** appId:packageName, comma-separated: apps taking Google Play RTDN through Pub/Sub push. */
   @IsOptional() @Transform(toList) @IsString({ each: true })
   GOOGLE_APPS?: string[];
@@ -260,10 +272,14 @@ function googleSettings(env: Environment, problems: string[]): GoogleSettings | 
 }
 
 export type AppleApp = { bundleId: string; environment: 'Production' | 'Sandbox'; appAppleId?: number };
-export type AppleSettings = { rootCertificates: readonly Buffer[]; apps: ReadonlyMap<string, AppleApp> };
+export type AppleApiKey = { issuerId: string; keyId: string; privateKey: string; file: string };
+export type AppleSettings = { rootCertificates: readonly Buffer[]; apps: ReadonlyMap<string, AppleApp>; apiKeys: ReadonlyMap<string, AppleApiKey>; apiBaseUrl?: string };
 
 function appleSettings(env: Environment, problems: string[]): AppleSettings | undefined {
-  if (!env.APPLE_APPS && !env.APPLE_ROOT_CERTIFICATES) return undefined;
+  if (!env.APPLE_APPS && !env.APPLE_ROOT_CERTIFICATES) {
+    if (env.APPLE_API_KEYS) problems.push('APPLE_API_KEYS needs APPLE_APPS and APPLE_ROOT_CERTIFICATES: the apps the keys are for, and the roots their signed answers are checked against');
+    return undefined;
+  }
   if (!env.APPLE_APPS?.length) problems.push('APPLE_ROOT_CERTIFICATES is set but APPLE_APPS names no app (appId:bundleId:Production|Sandbox[:appAppleId])');
   if (!env.APPLE_ROOT_CERTIFICATES?.length) problems.push('APPLE_APPS needs APPLE_ROOT_CERTIFICATES: the files of the root certificates to trust (Apple Root CA - G3 in production)');
   const rootCertificates: Buffer[] = [];
@@ -287,11 +303,28 @@ function appleSettings(env: Environment, problems: string[]): AppleSettings | un
     if (environment === 'Production' && appAppleId === undefined) problems.push(`APPLE_APPS: ${appId} is Production and needs its appAppleId (appId:bundleId:Production:appAppleId)`);
     apps.set(appId, { bundleId, environment: environment as AppleApp['environment'], appAppleId: appAppleId === undefined ? undefined : Number(appAppleId) });
   }
-  return { rootCertificates, apps };
+  const apiKeys = new Map<string, AppleApiKey>();
+  for (const entry of env.APPLE_API_KEYS ?? []) {
+    const m = /^([^:\s]+):([0-9A-Fa-f-]{1,64}):([A-Za-z0-9]{1,32}):(.+)$/.exec(entry);
+    if (!m) {
+      problems.push(`APPLE_API_KEYS: ${JSON.stringify(entry)} must be appId:issuerId:keyId:path-to-.p8`);
+      continue;
+    }
+    const [, appId, issuerId, keyId, file] = m;
+    if (!apps.has(appId)) problems.push(`APPLE_API_KEYS: ${appId} is not an app of APPLE_APPS`);
+    try {
+      const privateKey = readFileSync(file, 'utf8');
+      if (createPrivateKey(privateKey).asymmetricKeyType !== 'ec') throw new Error('not an EC (ES256) key');
+      apiKeys.set(appId, { issuerId, keyId, privateKey, file });
+    } catch (error) {
+      problems.push(`APPLE_API_KEYS: ${file} (app ${appId}) is not a readable In-App Purchase key (.p8) (${(error as Error).message})`);
+    }
+  }
+  return { rootCertificates, apps, apiKeys, apiBaseUrl: env.APPLE_API_BASE_URL };
 }
 
 /** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
-const OWNED_PREFIXES = ['CORS_', 'KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_', 'METRICS_'];
+const OWNED_PREFIXES = ['CORS_', 'KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_', 'METRICS_', 'IMPORT_'];
 const KNOWN_VARIABLES = new Set(Object.keys(new Environment()).concat(['DATABASE_URL', 'JWT_SECRET', 'JWT_JWKS_URI', 'JWT_ISSUER', 'JWT_AUDIENCE', 'KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'KAFKA_MAX_MESSAGE_BYTES']));
 
 export type KafkaSettings = {
@@ -350,6 +383,8 @@ export type AppConfig = Readonly<{
   apple?: AppleSettings;
   /** Unset: POST /v2/notifications/google/* answers 404. */
   google?: GoogleSettings;
+  /** IMPORT_CONCURRENCY: store requests `import` keeps in flight. */
+  importConcurrency: number;
   /** Things worth saying at start-up that do not stop it (unknown variables of ours, by name). */
   warnings: readonly string[];
 }>;
@@ -439,6 +474,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     apple,
     google,
+    importConcurrency: env.IMPORT_CONCURRENCY,
     webhooks: Object.freeze({
       deliveryEnabled: env.WEBHOOK_DELIVERY_ENABLED,
       maxAgeMs: env.WEBHOOK_MAX_AGE,
