@@ -1,11 +1,14 @@
 import fc from 'fast-check';
-import { accessEnd, extendSummary, summarizeCustomer, type LifecycleTransaction } from './customer-summary.js';
+import { accessEnd, extendSummary, replacements, summarizeCustomer, type LifecycleTransaction } from './customer-summary.js';
 
 // One case per rule of docs/api.md ("Access end", "customerInfo"), expected values written out.
 
 const D = (day: string) => `${day}T00:00:00.000000Z`;
 const tx = (over: Partial<LifecycleTransaction>): LifecycleTransaction => ({
   transactionId: 'apple:t1',
+  receiptId: 'apple:r1',
+  purchaseId: 'apple:r1',
+  productId: 'apple:monthly',
   transactionDate: D('2026-01-01'),
   snapshotTime: D('2026-01-01'),
   expirationDate: D('2026-02-01'),
@@ -150,6 +153,9 @@ describe('extendSummary', () => {
     const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
     const transaction = fc.record({
       transactionId: fc.constantFrom('apple:a', 'apple:B', 'apple:c', 'apple:D'),
+      receiptId: fc.constantFrom('apple:r1', 'apple:r2'),
+      purchaseId: fc.constantFrom('apple:r1', 'apple:r2'),
+      productId: fc.constantFrom('apple:monthly', 'apple:yearly'),
       transactionDate: day,
       snapshotTime: day,
       expirationDate: maybe(day),
@@ -174,5 +180,71 @@ describe('extendSummary', () => {
       { numRuns: 2000 },
     );
     expect(decided).toBeGreaterThan(500);
+  });
+});
+
+// Rule 2, replaced by another transaction (issue 21): the shapes Apple sends. An upgrade or a
+// same-duration crossgrade starts the new product's transaction at once, in the same subscription
+// (same originalTransactionId: same receipt and purchase); a downgrade or an other-duration
+// crossgrade starts it at the renewal, dated at the old one's expiration.
+describe('replacement by another transaction of the same subscription', () => {
+  const yearly = tx({ transactionId: 'apple:y1', productId: 'apple:yearly', transactionDate: D('2026-01-10'), expirationDate: D('2027-01-10') });
+  const upgrade = tx({
+    transactionId: 'apple:m1',
+    productId: 'apple:pro_monthly',
+    transactionDate: D('2026-06-01'),
+    lastRenewalDate: D('2026-06-01'),
+    expirationDate: D('2026-07-01'),
+  });
+
+  it('given a yearly, when a monthly of another product is charged in its year, then the yearly ends then and the monthly is current', () => {
+    for (const history of [[yearly, upgrade], [upgrade, yearly]]) {
+      expect(replacements(history)).toEqual(new Map([[yearly, D('2026-06-01')]]));
+      expect(accessEnd(yearly, D('2026-06-01'))).toBe(D('2026-06-01'));
+      expect(summarizeCustomer(history)).toEqual({
+        transactionCount: 2,
+        lastPurchaseDate: D('2026-06-01'),
+        expirationDate: D('2026-07-01'),
+        lastRenewalDate: D('2026-06-01'),
+        renewalIntent: 'Renew',
+      });
+    }
+  });
+
+  it('a crossgrade to the same duration is the same: the old one ends when the new one starts', () => {
+    const basic = tx({ transactionId: 'apple:b1', productId: 'apple:basic_monthly', transactionDate: D('2026-05-20'), expirationDate: D('2026-06-20') });
+    const plus = tx({ transactionId: 'apple:p1', productId: 'apple:plus_monthly', transactionDate: D('2026-06-01'), lastRenewalDate: D('2026-06-01'), expirationDate: D('2026-07-01') });
+    expect(replacements([plus, basic])).toEqual(new Map([[basic, D('2026-06-01')]]));
+    expect(summarizeCustomer([plus, basic]).expirationDate).toBe(D('2026-07-01'));
+  });
+
+  it('given a downgrade taking effect at the renewal, then nothing is replaced: the yearly runs out and the monthly follows', () => {
+    const renewal = tx({ transactionId: 'apple:m2', productId: 'apple:basic_monthly', transactionDate: D('2027-01-10'), lastRenewalDate: D('2027-01-10'), expirationDate: D('2027-02-10') });
+    expect(replacements([yearly, renewal]).size).toBe(0);
+    expect(summarizeCustomer([renewal, yearly])).toMatchObject({ expirationDate: D('2027-02-10'), lastRenewalDate: D('2027-01-10') });
+    // asked before the renewal: the yearly is current until its expiration
+    expect(summarizeCustomer([yearly]).expirationDate).toBe(D('2027-01-10'));
+  });
+
+  it('a renewal of the same product, a purchase after the old one ended, another purchase or a pending one replace nothing', () => {
+    const sameProduct = tx({ transactionId: 'apple:y2', productId: 'apple:yearly', transactionDate: D('2026-06-01'), expirationDate: D('2027-06-01') });
+    const afterEnd = tx({ ...upgrade, transactionId: 'apple:m3', transactionDate: D('2027-02-01'), expirationDate: D('2027-03-01') });
+    const otherPurchase = tx({ ...upgrade, transactionId: 'apple:m4', purchaseId: 'apple:r9', receiptId: 'apple:r9' });
+    const pending = tx({ ...upgrade, transactionId: 'apple:m5', isPending: true });
+    const refunded = tx({ ...yearly, transactionId: 'apple:y3', revocationDate: D('2026-03-01'), isExpired: true });
+    for (const other of [sameProduct, afterEnd, otherPurchase, pending]) expect(replacements([yearly, other]).size).toBe(0);
+    expect(replacements([refunded, upgrade]).size).toBe(0);
+  });
+
+  it('a transaction the store marked replaced itself also ends at its replacement', () => {
+    const marked = { ...yearly, isUpgraded: true, cancelationReason: 'System.Replaced' };
+    expect(replacements([marked, upgrade])).toEqual(new Map([[marked, D('2026-06-01')]]));
+    expect(summarizeCustomer([marked]).expirationDate).toBe(D('2027-01-10'));
+  });
+
+  it('extendSummary: an old transaction arriving after its replacement does not decide alone', () => {
+    expect(extendSummary(summarizeCustomer([upgrade]), [yearly])).toBeUndefined();
+    // and the new one arriving after the old: its access ends before the yearly's, so the whole list decides
+    expect(extendSummary(summarizeCustomer([yearly]), [upgrade])).toBeUndefined();
   });
 });

@@ -6,6 +6,10 @@
 /** What the rules read of one transaction of a receipt the customer owns. */
 export type LifecycleTransaction = {
   transactionId: string;
+  /** Receipt and purchase (the subscription): a replacement is looked for within the pair. */
+  receiptId: string;
+  purchaseId: string;
+  productId: string;
   /** The transaction date: when it was charged (transactionDate in the projection). */
   transactionDate: string;
   /** `time` of the winning snapshot: when the store last said this. */
@@ -34,19 +38,66 @@ export type CustomerFacts = {
 
 const earlier = (a: string, b: string | null) => (b !== null && b < a ? b : a);
 
+/** Replaced by its own snapshot's say (isUpgraded, System.Replaced); see also `replacements`. */
 export function isReplaced(t: LifecycleTransaction): boolean {
   return t.isUpgraded === true || t.cancelationReason === 'System.Replaced';
 }
 
 /**
- * Until when a transaction grants access; null when it never does. The first rule that applies wins.
+ * The end a replacement must come before (rule 2): the expiration, cut short by a revocation, or by
+ * the store saying it expired. Neither the replaced flags nor a grace period play a part, so the
+ * answer is the same before and after the row is marked replaced. Null: the transaction grants nothing.
  */
-export function accessEnd(t: LifecycleTransaction): string | null {
+function paidThrough(t: LifecycleTransaction): string | null {
+  if (t.isPending === true || t.expirationDate === null) return null;
+  if (t.revocationDate !== null) return earlier(t.expirationDate, t.revocationDate);
+  return t.isExpired === true ? earlier(t.expirationDate, t.snapshotTime) : t.expirationDate;
+}
+
+/**
+ * Rule 2, replacement by another transaction: a subscription transaction is replaced when another
+ * transaction of the same receipt and purchase, for a different product, not pending and with an
+ * expirationDate, was charged after it and before it was paid through (an upgrade, or a crossgrade
+ * that takes effect at once: the store starts the new product's transaction then). The value is
+ * when: the earliest such transaction date. A downgrade, taking effect at the renewal, is dated at
+ * the old transaction's expiration, so nothing replaces the old one: it simply ends.
+ */
+export function replacements(transactions: readonly LifecycleTransaction[]): Map<LifecycleTransaction, string> {
+  const groups = new Map<string, { t: LifecycleTransaction; end: string }[]>();
+  for (const t of transactions) {
+    const end = paidThrough(t);
+    if (end === null) continue;
+    const key = `${t.receiptId}\u0000${t.purchaseId}`;
+    let group = groups.get(key);
+    if (group === undefined) groups.set(key, (group = []));
+    group.push({ t, end });
+  }
+  const replacedAt = new Map<LifecycleTransaction, string>();
+  for (const group of groups.values()) {
+    if (group.length < 2) continue;
+    for (const { t, end } of group) {
+      let at: string | null = null;
+      for (const { t: u } of group) {
+        if (u.productId === t.productId || u.transactionDate <= t.transactionDate || u.transactionDate >= end) continue;
+        if (at === null || u.transactionDate < at) at = u.transactionDate;
+      }
+      if (at !== null) replacedAt.set(t, at);
+    }
+  }
+  return replacedAt;
+}
+
+/**
+ * Until when a transaction grants access; null when it never does. The first rule that applies wins.
+ * `replacedAt`: when another transaction replaced it (`replacements`), if one did.
+ */
+export function accessEnd(t: LifecycleTransaction, replacedAt: string | null = null): string | null {
   // 1. pending grants nothing
   if (t.isPending === true) return null;
   // 5 (second half). No expiration: consumables and non-consumables never make a subscriber.
   if (t.expirationDate === null) return null;
-  // 2. replaced: its own access end is its expiration, or its revocation if earlier
+  // 2. replaced: its own access end is its expiration, or its revocation or its replacement if earlier
+  if (replacedAt !== null) return earlier(earlier(t.expirationDate, t.revocationDate), replacedAt);
   if (isReplaced(t)) return earlier(t.expirationDate, t.revocationDate);
   // 3. revoked; or expired early by the store without a revocation date: at the snapshot saying so
   if (t.revocationDate !== null) return earlier(t.expirationDate, t.revocationDate);
@@ -62,16 +113,19 @@ export function accessEnd(t: LifecycleTransaction): string | null {
 const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 /**
- * The current subscription: among non-pending subscription transactions, the non-replaced one with
- * the latest access end (ties: later transaction date, then greater transactionId); when every one
+ * The current subscription: among non-pending subscription transactions, the non-replaced one (by its
+ * own flags or by another transaction, rule 2) with the latest access end (ties: later transaction date, then greater transactionId); when every one
  * is replaced, the latest replaced one.
  */
-export function currentSubscription(transactions: readonly LifecycleTransaction[]): { transaction: LifecycleTransaction; accessEnd: string } | undefined {
+export function currentSubscription(
+  transactions: readonly LifecycleTransaction[],
+): { transaction: LifecycleTransaction; accessEnd: string; replaced: boolean } | undefined {
+  const replacedAt = replacements(transactions);
   const candidates = transactions.flatMap((t) => {
-    const end = accessEnd(t);
-    return end === null ? [] : [{ transaction: t, accessEnd: end }];
+    const end = accessEnd(t, replacedAt.get(t) ?? null);
+    return end === null ? [] : [{ transaction: t, accessEnd: end, replaced: isReplaced(t) || replacedAt.has(t) }];
   });
-  const live = candidates.filter((c) => !isReplaced(c.transaction));
+  const live = candidates.filter((c) => !c.replaced);
   const pool = live.length > 0 ? live : candidates;
   let best: (typeof pool)[number] | undefined;
   for (const c of pool) {
@@ -103,8 +157,9 @@ export function summarizeCustomer(transactions: readonly LifecycleTransaction[])
  * The summary once `added` transactions join those `stored` was derived from, when the stored facts
  * alone decide it; undefined when only the whole list can (the caller then reads it all again).
  * The stored facts do not say whether the current subscription is a replaced one, nor its date and
- * id, so an added transaction decides alone only when it grants nothing, or when it is not replaced
- * and its access ends strictly later than the stored one: then it wins whatever the stored one was.
+ * id, so an added transaction decides alone only when it grants nothing, or when it is not replaced,
+ * its access ends strictly later than the stored one, and no stored transaction was charged after it
+ * (only a later one can replace it, rule 2): then it wins whatever the stored one was.
  * A renewal is that case, so a batch that only adds renewals does not re-read the customer's history.
  */
 export function extendSummary(stored: CustomerFacts, added: readonly LifecycleTransaction[]): CustomerFacts | undefined {
@@ -115,7 +170,9 @@ export function extendSummary(stored: CustomerFacts, added: readonly LifecycleTr
   const transactionCount = stored.transactionCount + added.length;
   const best = currentSubscription(added);
   if (best === undefined) return { ...stored, transactionCount, lastPurchaseDate };
-  const decides = stored.expirationDate === null || (!isReplaced(best.transaction) && best.accessEnd > stored.expirationDate);
+  const decides =
+    stored.expirationDate === null ||
+    (!best.replaced && best.accessEnd > stored.expirationDate && (stored.lastPurchaseDate === null || best.transaction.transactionDate >= stored.lastPurchaseDate));
   if (!decides) return undefined;
   return {
     transactionCount,

@@ -80,6 +80,9 @@ export class TransactionEntity {
   @Column({ name: 'grace_period_expiration_date', type: 'timestamptz', nullable: true }) gracePeriodExpirationDate: Date | null;
   @Column({ name: 'revocation_date', type: 'timestamptz', nullable: true }) revocationDate: Date | null;
   @Column({ name: 'is_upgraded', type: 'boolean', nullable: true }) isUpgraded: boolean | null;
+  /** isUpgraded and cancelationReason as the winning snapshot says; the shown ones add replacements (docs/api.md, rule 2). */
+  @Column({ name: 'snapshot_is_upgraded', type: 'boolean', nullable: true }) snapshotIsUpgraded: boolean | null;
+  @Column({ name: 'snapshot_cancelation_reason', type: 'text', nullable: true }) snapshotCancelationReason: string | null;
   @Column({ name: 'price_consent_status', type: 'text', nullable: true }) priceConsentStatus: string | null;
   @Column({ name: 'discount_id', type: 'text', nullable: true }) discountId: string | null;
   @Column({ type: 'integer', nullable: true }) quantity: number | null;

@@ -63,7 +63,9 @@ export const sql = (schema: string) => ({
       is_billing_retry_period = x.is_billing_retry_period, is_trial_period = x.is_trial_period,
       is_intro_period = x.is_intro_period, is_expired = x.is_expired,
       grace_period_expiration_date = x.grace_period_expiration_date, revocation_date = x.revocation_date,
-      is_upgraded = x.is_upgraded, price_consent_status = x.price_consent_status, discount_id = x.discount_id,
+      is_upgraded = x.is_upgraded, snapshot_is_upgraded = x.snapshot_is_upgraded,
+      snapshot_cancelation_reason = x.snapshot_cancelation_reason,
+      price_consent_status = x.price_consent_status, discount_id = x.discount_id,
       quantity = x.quantity, amount_usd = x.amount_usd, amount_micros = x.amount_micros,
       currency = x.currency, occurred_at = x.occurred_at, first_event_at = x.first_event_at,
       version_time = x.version_time, version_id = x.version_id

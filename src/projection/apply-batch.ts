@@ -9,6 +9,7 @@ import { actionForReject } from './reject-policy.js';
 import { dayCountDeltas, utcDay } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
+import { applyReplacements } from './replacements.js';
 
 export type LogMessage = {
   offset: string;
@@ -270,12 +271,19 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     affected.set(k, { app_id, name });
     listIn(ownedTouched, k).push(key2(app_id, receiptId));
   };
+  // Receipts whose transactions the batch wrote: where a replacement (rule 2) can start or end.
+  const transactionReceipts = [...receiptKeys.values()];
   const links = sorted(changes.receipts, (r) => key2(r.app_id, r.receipt_id));
   for (const r of links) touchReceipt(r.app_id, r.receipt_id);
   // The advisory locks (one per hash bucket of receipts) are taken in order inside SQL; the receipt rows themselves are not locked.
   const touched = [...receiptKeys.values()];
   const touchedArgs = [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)];
   if (touched.length > 0) await m.query(q.lockReceiptKeys, touchedArgs);
+  // Rows another transaction replaced show it (or show their snapshot again); their owners re-derive.
+  for (const r of await applyReplacements(m, schema, sorted(transactionReceipts, (k) => key2(k.app_id, k.receipt_id)))) {
+    rewritten.add(key2(r.app_id, r.receipt_id));
+    if (!writes.keys.has(key2(r.app_id, r.transaction_id))) writes.partial.push(r.transaction_id);
+  }
   const createdReceipts = new Set<string>();
   if (links.length > 0) {
     const created = (await m.query(q.insertNewReceipts, [JSON.stringify(links)])) as { app_id: string; receipt_id: string }[];

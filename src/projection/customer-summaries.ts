@@ -10,7 +10,7 @@ type OwnedReceipt = { app_id: string; application_username: string; receipt_id: 
 /** The columns of a transaction row the rules read (lifecycleOf). */
 type TransactionFacts = Pick<
   TransactionRow,
-  | 'transaction_id' | 'occurred_at' | 'version_time' | 'expiration_date' | 'grace_period_expiration_date' | 'revocation_date'
+  | 'transaction_id' | 'receipt_id' | 'purchase_id' | 'product_id' | 'occurred_at' | 'version_time' | 'expiration_date' | 'grace_period_expiration_date' | 'revocation_date'
   | 'is_pending' | 'is_upgraded' | 'is_expired' | 'is_billing_retry_period' | 'cancelation_reason' | 'last_renewal_date' | 'renewal_intent'
 >;
 
@@ -29,6 +29,9 @@ export type ExtendedSummary = CustomerKey & { facts: CustomerFacts };
 /** What the rules read of a transaction row, in the projection's row image. */
 export const lifecycleOf = (t: TransactionFacts): LifecycleTransaction => ({
   transactionId: t.transaction_id,
+  receiptId: t.receipt_id,
+  purchaseId: t.purchase_id,
+  productId: t.product_id,
   transactionDate: t.occurred_at,
   snapshotTime: t.version_time,
   expirationDate: t.expiration_date,

@@ -16,7 +16,7 @@ const owned = (schema: string, besidesOwnWrites: boolean) => `
     FROM unnest($1::text[], $2::text[]) AS k(app_id, name)
     JOIN ${schema}.receipts r ON r.app_id = k.app_id AND r.application_username = k.name
     LEFT JOIN LATERAL (
-      SELECT t.transaction_id,
+      SELECT t.transaction_id, t.purchase_id, t.product_id,
              ${iso('t.occurred_at')} AS occurred_at, ${iso('t.version_time')} AS version_time,
              ${iso('t.expiration_date')} AS expiration_date,
              ${iso('t.grace_period_expiration_date')} AS grace_period_expiration_date,

@@ -1,5 +1,5 @@
 import type { PurchaseEvent, TransactionSnapshot } from '../events/purchase-event.js';
-import { isNewer, linkWins, projectEvents } from './project-events.js';
+import { isNewer, linkWins, projectEvents, replacementFlags, type ReplacementCandidate } from './project-events.js';
 
 // given / when / then over the pure mapping; the same rules against stored rows are covered by
 // test/projection/*.int-spec.ts.
@@ -129,5 +129,46 @@ describe('projectEvents', () => {
     const { transactions, customers } = projectEvents([tx('e1', T1, { applicationUsername: 'ann' }, 'a1'), tx('e1', T1, { applicationUsername: 'ann' }, 'a2')]);
     expect(transactions.map((t) => t.app_id).sort()).toEqual(['a1', 'a2']);
     expect(customers.map((c) => c.app_id).sort()).toEqual(['a1', 'a2']);
+  });
+});
+
+describe('replacementFlags (rule 2: replaced by another transaction of the same subscription)', () => {
+  const row = (id: string, over: Partial<ReplacementCandidate>): ReplacementCandidate => ({
+    app_id: 'app',
+    transaction_id: id,
+    receipt_id: 'apple:1000',
+    purchase_id: 'apple:1000',
+    product_id: 'apple:yearly',
+    occurred_at: T1,
+    version_time: T1,
+    expiration_date: '2025-01-01T00:00:00.000000Z',
+    revocation_date: null,
+    is_pending: null,
+    is_expired: null,
+    is_upgraded: null,
+    cancelation_reason: null,
+    snapshot_is_upgraded: null,
+    snapshot_cancelation_reason: null,
+    ...over,
+  });
+  const yearly = row('apple:1000', {});
+  const monthly = row('apple:1001', { product_id: 'apple:pro_monthly', occurred_at: T2, version_time: T2, expiration_date: T3 });
+
+  it('given a yearly and, in its year, a monthly of the same subscription, then the yearly is shown replaced', () => {
+    expect(replacementFlags([yearly, monthly])).toEqual([{ app_id: 'app', transaction_id: 'apple:1000', receipt_id: 'apple:1000', is_upgraded: true, cancelation_reason: 'System.Replaced' }]);
+    expect(replacementFlags([monthly, yearly])).toHaveLength(1);
+  });
+
+  it('when it is already shown so, then nothing changes (runs twice, same result)', () => {
+    expect(replacementFlags([{ ...yearly, is_upgraded: true, cancelation_reason: 'System.Replaced' }, monthly])).toEqual([]);
+  });
+
+  it('when the replacement goes away (the monthly moved to another receipt), then the row shows its snapshot again', () => {
+    const marked = { ...yearly, is_upgraded: true, cancelation_reason: 'System.Replaced', snapshot_cancelation_reason: 'Customer' };
+    expect(replacementFlags([marked])).toEqual([{ app_id: 'app', transaction_id: 'apple:1000', receipt_id: 'apple:1000', is_upgraded: null, cancelation_reason: 'Customer' }]);
+  });
+
+  it('the same receipt id in another application is another subscription', () => {
+    expect(replacementFlags([yearly, { ...monthly, app_id: 'other' }])).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import { assertNever } from '../common/assert-never.js';
+import { replacements } from '../customers/customer-summary.js';
 import type { PurchaseEvent, TransactionSnapshot } from '../events/purchase-event.js';
 
 /** Row images in the read-model tables' own column names (json_populate_recordset reads them). */
@@ -27,6 +28,12 @@ export type TransactionRow = {
   grace_period_expiration_date: string | null;
   revocation_date: string | null;
   is_upgraded: boolean | null;
+  /**
+   * isUpgraded and cancelationReason as the winning snapshot says them. The shown is_upgraded and
+   * cancelation_reason are these, unless another transaction replaced this one (replacementFlags).
+   */
+  snapshot_is_upgraded: boolean | null;
+  snapshot_cancelation_reason: string | null;
   price_consent_status: string | null;
   discount_id: string | null;
   quantity: number | null;
@@ -140,6 +147,8 @@ export function projectEvents(events: readonly PurchaseEvent[]): RowChanges {
 export function transactionRow(appId: string, d: TransactionSnapshot, version: Versioned): TransactionRow {
   // One literal, no spreads: this runs for every event of every batch.
   const purchase_date = d.purchaseDate ?? null;
+  const cancelation_reason = d.cancelationReason ?? null;
+  const is_upgraded = d.isUpgraded ?? null;
   const last_renewal_date = d.lastRenewalDate ?? null;
   const renewal_date = d.renewalDate ?? null;
   return {
@@ -156,7 +165,7 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
     expiration_date: d.expirationDate ?? null,
     renewal_intent: d.renewalIntent ?? null,
     renewal_intent_change_date: d.renewalIntentChangeDate ?? null,
-    cancelation_reason: d.cancelationReason ?? null,
+    cancelation_reason,
     is_pending: d.isPending ?? null,
     is_acknowledged: d.isAcknowledged ?? null,
     is_consumed: d.isConsumed ?? null,
@@ -166,7 +175,9 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
     is_expired: d.isExpired ?? null,
     grace_period_expiration_date: d.gracePeriodExpirationDate ?? null,
     revocation_date: d.revocationDate ?? null,
-    is_upgraded: d.isUpgraded ?? null,
+    is_upgraded,
+    snapshot_is_upgraded: is_upgraded,
+    snapshot_cancelation_reason: cancelation_reason,
     price_consent_status: d.priceConsentStatus ?? null,
     discount_id: d.discountId ?? null,
     quantity: d.quantity ?? null,
@@ -178,4 +189,50 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
     version_time: version.version_time,
     version_id: version.version_id,
   };
+}
+
+/** What deciding a replacement reads of the stored transactions of a receipt. */
+export type ReplacementCandidate = Pick<
+  TransactionRow,
+  | 'app_id' | 'transaction_id' | 'receipt_id' | 'purchase_id' | 'product_id' | 'occurred_at' | 'version_time' | 'expiration_date'
+  | 'revocation_date' | 'is_pending' | 'is_expired' | 'is_upgraded' | 'cancelation_reason' | 'snapshot_is_upgraded' | 'snapshot_cancelation_reason'
+>;
+export type ShownReplacement = Pick<TransactionRow, 'app_id' | 'transaction_id' | 'receipt_id' | 'is_upgraded' | 'cancelation_reason'>;
+
+/**
+ * The rows of `candidates` (every transaction of some receipts) whose shown isUpgraded and
+ * cancelationReason must change: a transaction another one replaced (rule 2 of docs/api.md,
+ * `replacements`) shows `isUpgraded: true` and `cancelationReason: System.Replaced`; any other shows
+ * what its snapshot says. A function of the stored rows alone, so any order of events gives the same.
+ */
+export function replacementFlags(candidates: readonly ReplacementCandidate[]): ShownReplacement[] {
+  const facts = candidates.map((r) => ({
+    transactionId: r.transaction_id,
+    receiptId: `${r.app_id}\u0000${r.receipt_id}`,
+    purchaseId: r.purchase_id,
+    productId: r.product_id,
+    transactionDate: r.occurred_at,
+    snapshotTime: r.version_time,
+    expirationDate: r.expiration_date,
+    gracePeriodExpirationDate: null,
+    revocationDate: r.revocation_date,
+    isPending: r.is_pending,
+    isUpgraded: r.snapshot_is_upgraded,
+    isExpired: r.is_expired,
+    isBillingRetryPeriod: null,
+    cancelationReason: r.snapshot_cancelation_reason,
+    lastRenewalDate: null,
+    renewalIntent: null,
+  }));
+  const replaced = replacements(facts);
+  const changes: ShownReplacement[] = [];
+  candidates.forEach((r, i) => {
+    const shown = replaced.has(facts[i])
+      ? { is_upgraded: true, cancelation_reason: 'System.Replaced' }
+      : { is_upgraded: r.snapshot_is_upgraded, cancelation_reason: r.snapshot_cancelation_reason };
+    if (shown.is_upgraded !== r.is_upgraded || shown.cancelation_reason !== r.cancelation_reason) {
+      changes.push({ app_id: r.app_id, transaction_id: r.transaction_id, receipt_id: r.receipt_id, ...shown });
+    }
+  });
+  return changes;
 }

@@ -34,6 +34,10 @@ const events = [
   txEvent({ app: 'upgrade', id: 'u2', time: T('2026-09-01'), data: { transactionId: 'apple:y-1', receiptId: 'apple:r-u', purchaseDate: T('2026-02-01'), expirationDate: T('2027-02-01'), renewalIntent: 'Renew', cancelationReason: 'System.Replaced' } }),
   txEvent({ app: 'upgrade', id: 'u3', time: T('2026-09-01'), data: { transactionId: 'apple:m-1', receiptId: 'apple:r-u', purchaseDate: T('2026-09-01'), expirationDate: T('2026-10-01'), renewalIntent: 'Lapse' } }),
 
+  // Issue 21: an upgrade as Apple sends it, only the new product's transaction of the same subscription.
+  txEvent({ app: 'upgrade-apple', id: 'w1', time: T('2026-01-10'), data: { transactionId: 'apple:w-1', receiptId: 'apple:w-1', purchaseId: 'apple:w-1', productId: 'apple:pro_yearly', purchaseDate: T('2026-01-10'), expirationDate: T('2027-01-10'), renewalIntent: 'Renew', applicationUsername: 'vic' } }),
+  txEvent({ app: 'upgrade-apple', id: 'w2', time: T('2026-10-01'), data: { transactionId: 'apple:w-2', receiptId: 'apple:w-1', purchaseId: 'apple:w-1', productId: 'apple:max_monthly', purchaseDate: T('2026-01-10'), lastRenewalDate: T('2026-10-01'), expirationDate: T('2026-11-01'), renewalIntent: 'Renew' } }),
+
   // A pending purchase grants nothing.
   txEvent({ app: 'pending', id: 'p1', time: T('2026-10-14'), data: { transactionId: 'google:o-1', receiptId: 'google:tok-1', purchaseDate: T('2026-10-14'), expirationDate: T('2026-11-14'), isPending: true, applicationUsername: 'pia' } }),
 
@@ -110,6 +114,20 @@ describe.each(['embedded log', 'kafka'] as const)('lifecycle scenarios over HTTP
 
   it('an upgraded yearly does not keep the customer active; the monthly replacing it lapsed on 10-01', async () => {
     expect((await customer('upgrade', 'uma')).customerInfo).toEqual({ activeSubscriber: false, expirationDate: T('2026-10-01'), lastPurchaseDate: T('2026-09-01'), renewalIntent: 'Lapse' });
+  });
+
+  it('an upgrade Apple sends as the new transaction alone replaces the yearly at 10-01; the monthly is current', async () => {
+    expect((await customer('upgrade-apple', 'vic')).customerInfo).toEqual({
+      activeSubscriber: true,
+      expirationDate: T('2026-11-01'),
+      lastPurchaseDate: T('2026-10-01'),
+      lastRenewalDate: T('2026-10-01'),
+      renewalIntent: 'Renew',
+    });
+    expect((await get('upgrade-apple', '/v2/transactions')).rows).toEqual([
+      expect.objectContaining({ transactionId: 'apple:w-1', expirationDate: T('2027-01-10'), isUpgraded: true, cancelationReason: 'System.Replaced' }),
+      expect.not.objectContaining({ isUpgraded: true }),
+    ]);
   });
 
   it('a pending purchase does not make a subscriber', async () => {

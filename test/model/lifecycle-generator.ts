@@ -20,6 +20,8 @@ export type Step =
   | 'expire-early'
   | 'upgrade'
   | 'replaced-by-reason'
+  | 'upgrade-new-transaction'
+  | 'downgrade-at-renewal'
   | 'restore'
   | 'move-transaction'
   | 'correct-date'
@@ -42,7 +44,7 @@ export type HistorySpec = { customers: CustomerSpec[]; redeliver: number[]; reus
 
 const step = fc.constantFrom<Step>(
   'renew', 'renew', 'renew', 'refund', 'lapse', 'billing-retry', 'billing-retry-no-grace', 'recovered', 'expire-early',
-  'upgrade', 'replaced-by-reason', 'restore', 'move-transaction', 'correct-date', 'stale-snapshot', 'renewal-with-original-user',
+  'upgrade', 'replaced-by-reason', 'upgrade-new-transaction', 'downgrade-at-renewal', 'restore', 'move-transaction', 'correct-date', 'stale-snapshot', 'renewal-with-original-user',
 );
 
 const purchase: fc.Arbitrary<PurchaseSpec> = fc.record({
@@ -198,6 +200,27 @@ export function expandHistory(spec: HistorySpec, tag: string): RawEvent[] {
               ...(p.platform === 'google' && p.link !== 'none' ? { applicationUsername: user } : {}),
             };
             snapshot({}, at + 1000);
+            break;
+          }
+          case 'upgrade-new-transaction':
+          case 'downgrade-at-renewal': {
+            // Apple: the new product's transaction in the same subscription (same receipt and purchase),
+            // nothing said of the old one. An upgrade or same-duration crossgrade starts at once; a
+            // downgrade (or other-duration crossgrade) at the renewal.
+            const at = s === 'upgrade-new-transaction' ? expiration - 10 * DAY : expiration;
+            const product = `${p.platform}:${tx.productId === `${p.platform}:plus` ? p.product : 'plus'}`;
+            tx = {
+              ...tx,
+              transactionId: `${p.platform}:t${local}n${txCount++}`,
+              productId: product,
+              lastRenewalDate: iso(at),
+              expirationDate: iso(at + 30 * DAY),
+              renewalIntent: 'Renew',
+              isTrialPeriod: undefined, isBillingRetryPeriod: undefined, gracePeriodExpirationDate: undefined,
+              isExpired: undefined, revocationDate: undefined, cancelationReason: undefined, isUpgraded: undefined,
+            };
+            if (p.link === 'implicit') delete tx.applicationUsername;
+            snapshot({}, at + 60_000);
             break;
           }
           case 'restore': {

@@ -37,6 +37,8 @@ type ModelTransaction = {
   date: number;
   snapshotTime: number;
   data: Record<string, unknown>;
+  /** When another transaction of its subscription replaced it (rule 2), if one did. */
+  replacedAt?: number;
 };
 
 export type CustomersQuery = { skip?: number; limit?: number; usernames?: string[] };
@@ -81,6 +83,30 @@ export class ReferenceModel {
       this.transactions.push({ app, transactionId: d.transactionId as string, date, snapshotTime: winner.time, data: d });
     }
 
+    // Rule 2: replaced by a later transaction of the same receipt and purchase for another product,
+    // charged before this one was paid through (expiration, or revocation, or the store saying expired).
+    const paidThrough = (t: ModelTransaction) => {
+      const expiration = ms(t.data.expirationDate)!;
+      const revocation = ms(t.data.revocationDate);
+      if (revocation !== undefined) return Math.min(expiration, revocation);
+      return t.data.isExpired === true ? Math.min(expiration, t.snapshotTime) : expiration;
+    };
+    const grants = (t: ModelTransaction) => t.data.isPending !== true && t.data.expirationDate !== undefined;
+    for (const t of this.transactions) {
+      if (!grants(t)) continue;
+      const replacedBy = this.transactions.filter(
+        (u) =>
+          grants(u) &&
+          u.app === t.app &&
+          u.data.receiptId === t.data.receiptId &&
+          u.data.purchaseId === t.data.purchaseId &&
+          u.data.productId !== t.data.productId &&
+          u.date > t.date &&
+          u.date < paidThrough(t),
+      );
+      if (replacedBy.length > 0) t.replacedAt = Math.min(...replacedBy.map((u) => u.date));
+    }
+
     const receipts = new Set([...explicitLinks.keys(), ...implicitLinks.keys()]);
     for (const key of receipts) {
       const explicit = explicitLinks.get(key);
@@ -98,7 +124,7 @@ export class ReferenceModel {
     const rows = this.transactions
       .filter((t) => t.app === app && t.date >= from && t.date < to)
       .sort((a, b) => (a.date !== b.date ? a.date - b.date : compareIds(a.transactionId, b.transactionId)));
-    return { rows: rows.slice(skip, skip + limit).map((t) => transactionJson(t.data)), paging: { skip, limit, total: rows.length } };
+    return { rows: rows.slice(skip, skip + limit).map((t) => transactionJson(t)), paging: { skip, limit, total: rows.length } };
   }
 
   customersPage(app: string, q: CustomersQuery, now: Date) {
@@ -128,7 +154,7 @@ export class ReferenceModel {
   }
 }
 
-const isReplaced = (d: Record<string, unknown>) => d.isUpgraded === true || d.cancelationReason === 'System.Replaced';
+const isReplaced = (t: ModelTransaction) => t.replacedAt !== undefined || t.data.isUpgraded === true || t.data.cancelationReason === 'System.Replaced';
 
 /** The access end of one transaction, by the numbered rules; undefined when it grants nothing. */
 function accessEnd(t: ModelTransaction): number | undefined {
@@ -138,7 +164,7 @@ function accessEnd(t: ModelTransaction): number | undefined {
   const grace = ms(d.gracePeriodExpirationDate);
   if (d.isPending === true) return undefined; // 1
   if (expiration === undefined) return undefined; // 5: consumables, non-consumables
-  if (isReplaced(d)) return revocation !== undefined ? Math.min(expiration, revocation) : expiration; // 2
+  if (isReplaced(t)) return Math.min(expiration, revocation ?? Infinity, t.replacedAt ?? Infinity); // 2
   if (revocation !== undefined) return Math.min(expiration, revocation); // 3
   if (d.isExpired === true) return Math.min(expiration, t.snapshotTime); // 3
   if (d.isBillingRetryPeriod === true && grace !== undefined && grace > expiration) return grace; // 4
@@ -148,7 +174,7 @@ function accessEnd(t: ModelTransaction): number | undefined {
 function customerInfo(owned: ModelTransaction[], now: Date): Record<string, unknown> {
   if (owned.length === 0) return {};
   const subscriptions = owned.filter((t) => accessEnd(t) !== undefined);
-  const notReplaced = subscriptions.filter((t) => !isReplaced(t.data));
+  const notReplaced = subscriptions.filter((t) => !isReplaced(t));
   const pool = notReplaced.length > 0 ? notReplaced : subscriptions;
   const current = [...pool].sort(
     (a, b) => accessEnd(b)! - accessEnd(a)! || b.date - a.date || compareIds(b.transactionId, a.transactionId),
@@ -181,8 +207,12 @@ const ROW_FIELDS = [
   'gracePeriodExpirationDate', 'revocationDate', 'isUpgraded', 'priceConsentStatus', 'discountId', 'quantity', 'currency',
 ];
 
-/** A transaction row as docs/api.md describes it: present fields only, both amount spellings. */
-function transactionJson(d: Record<string, unknown>): Record<string, unknown> {
+/**
+ * A transaction row as docs/api.md describes it: present fields only, both amount spellings; one
+ * another transaction replaced shows isUpgraded and System.Replaced.
+ */
+function transactionJson(t: ModelTransaction): Record<string, unknown> {
+  const d = t.replacedAt === undefined ? t.data : { ...t.data, isUpgraded: true, cancelationReason: 'System.Replaced' };
   const row: Record<string, unknown> = {};
   for (const f of ROW_FIELDS) {
     if (d[f] === undefined) continue;

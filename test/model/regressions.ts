@@ -40,6 +40,24 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     batchSizes: [1],
   },
   {
+    name: 'issue 21: an upgrade is a new transaction of the same subscription; the old one is replaced whichever arrives first; a downgrade at the renewal replaces nothing',
+    spec: {
+      customers: [
+        { user: 0, app: 0, purchases: [monthly({ product: 'yearly', steps: ['upgrade-new-transaction', 'renew'] }), monthly({ startDay: 30, steps: ['downgrade-at-renewal', 'upgrade-new-transaction'] })] },
+        { user: 1, app: 0, purchases: [monthly({ product: 'yearly', link: 'none', steps: ['upgrade-new-transaction', 'move-transaction'] })] },
+      ],
+      redeliver: [2],
+    },
+    arrival: 13,
+    batchSizes: [1, 3],
+  },
+  {
+    name: 'the same, in the order it happened, one event per batch',
+    spec: { customers: [{ user: 0, app: 0, purchases: [monthly({ product: 'yearly', steps: ['upgrade-new-transaction', 'lapse'] })] }], redeliver: [] },
+    arrival: 0,
+    batchSizes: [1],
+  },
+  {
     name: 'grace period, billing retry without grace, early expiry',
     spec: {
       customers: [

@@ -167,6 +167,91 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     expect((await customer(u)).customerInfo).toMatchObject({ expirationDate: '2026-07-01T00:00:00.000Z', activeSubscriber: true });
   });
 
+  // Issue 21. Apple's docs: DID_CHANGE_RENEWAL_PREF (UPGRADE) "the customer upgraded their subscription or
+  // cross-graded to a subscription with the same duration ... goes into effect immediately, starting a new
+  // billing period" and its signedTransactionInfo is the new transaction, in the same subscription (same
+  // originalTransactionId), transactionReason PURCHASE; isUpgraded only ever appears on the old transaction,
+  // which is not sent again. DOWNGRADE "take[s] effect at the next renewal date": the renewal (DID_RENEW,
+  // transactionReason RENEWAL) carries the new product. Field names: JWSTransactionDecodedPayload and
+  // JWSRenewalInfoDecodedPayload of app-store-server-library-node (tests/resources/models/signedTransaction.json).
+  it('DID_CHANGE_RENEWAL_PREF UPGRADE (yearly -> monthly) ends the yearly at the upgrade, whichever notification arrives first', async () => {
+    const [first, late, renewed] = [randomUUID(), randomUUID(), randomUUID()];
+    const yearly = (u: string, sub: string, o: Partial<{ id: string; purchased: string; original: string }> = {}) =>
+      tx(u, sub, { id: o.id ?? sub, productId: 'pro_yearly', purchased: o.purchased ?? '2026-01-10T00:00:00Z', original: o.original, expires: '2027-01-10T00:00:00Z', price: 49990 });
+    const monthly = (u: string, sub: string, original = '2026-01-10T00:00:00Z') =>
+      tx(u, sub, { id: `${sub}-up`, productId: 'pro_max_monthly', purchased: '2026-06-01T00:00:00Z', original, expires: '2026-07-01T00:00:00Z', transactionReason: 'PURCHASE', price: 9990 });
+    const upgradeRenewal = (sub: string) => renewalInfo(sub, { productId: 'pro_max_monthly', autoRenewProductId: 'pro_max_monthly' });
+    const bought = (u: string, sub: string) => notification('SUBSCRIBED', 'INITIAL_BUY', '2026-01-10T00:00:00Z', yearly(u, sub), renewalInfo(sub, { productId: 'pro_yearly', autoRenewProductId: 'pro_yearly' }));
+    const upgraded = (u: string, sub: string, original?: string) => notification('DID_CHANGE_RENEWAL_PREF', 'UPGRADE', '2026-06-01T00:00:02Z', monthly(u, sub, original), upgradeRenewal(sub));
+
+    // in the order it happened; then the upgrade first and the purchase delivered late
+    await send(bought(first, 's20'));
+    expect((await customer(first)).customerInfo).toMatchObject({ expirationDate: '2027-01-10T00:00:00.000Z', activeSubscriber: true });
+    await send(upgraded(first, 's20'));
+    await send(upgraded(late, 's21'));
+    await send(bought(late, 's21'));
+    // the yearly replaced is a renewal here (the second year): the notification cannot name it, the projection finds it
+    await send(
+      notification('DID_RENEW', undefined, '2026-01-10T00:00:05Z', yearly(renewed, 's22', { id: 's22-2', purchased: '2026-01-10T00:00:00Z', original: '2025-01-10T00:00:00Z' }), renewalInfo('s22', { productId: 'pro_yearly' })),
+      upgraded(renewed, 's22', '2025-01-10T00:00:00Z'),
+    );
+
+    for (const [u, sub, old] of [[first, 's20', 's20'], [late, 's21', 's21'], [renewed, 's22', 's22-2']]) {
+      expect((await customer(u)).customerInfo).toEqual({
+        expirationDate: '2026-07-01T00:00:00.000Z',
+        lastPurchaseDate: '2026-06-01T00:00:00.000Z',
+        lastRenewalDate: '2026-06-01T00:00:00.000Z',
+        renewalIntent: 'Renew',
+        activeSubscriber: true,
+      });
+      // Apple keeps the yearly's expiresDate; the row says it was replaced
+      expect(await transaction(`apple:${old}`)).toMatchObject({ productId: 'apple:pro_yearly', expirationDate: '2027-01-10T00:00:00.000Z', isUpgraded: true, cancelationReason: 'System.Replaced' });
+      const current = await transaction(`apple:${sub}-up`);
+      expect(current).toMatchObject({ productId: 'apple:pro_max_monthly', purchaseId: `apple:${sub}`, lastRenewalDate: '2026-06-01T00:00:00.000Z', expirationDate: '2026-07-01T00:00:00.000Z' });
+      expect(current!.isUpgraded).toBeUndefined();
+      expect(current!.cancelationReason).toBeUndefined();
+    }
+  });
+
+  it('DID_CHANGE_RENEWAL_PREF DOWNGRADE changes nothing until the renewal; the renewal of the lower product replaces nothing', async () => {
+    const u = randomUUID();
+    const yearly = tx(u, 's23', { id: 's23', productId: 'pro_yearly', purchased: '2025-06-01T00:00:00Z', expires: '2026-06-01T00:00:00Z' });
+    await send(notification('SUBSCRIBED', 'INITIAL_BUY', '2025-06-01T00:00:00Z', yearly, renewalInfo('s23', { productId: 'pro_yearly', autoRenewProductId: 'pro_yearly' })));
+    // the DOWNGRADE notification carries the current (yearly) transaction; the renewal info names the lower product
+    await send(notification('DID_CHANGE_RENEWAL_PREF', 'DOWNGRADE', '2026-03-01T00:00:00Z', yearly, renewalInfo('s23', { productId: 'pro_yearly', autoRenewProductId: 'basic_monthly' })));
+    expect((await customer(u)).customerInfo).toMatchObject({ expirationDate: '2026-06-01T00:00:00.000Z', renewalIntent: 'Renew' });
+    await send(
+      notification(
+        'DID_RENEW',
+        undefined,
+        '2026-06-01T00:00:04Z',
+        tx(u, 's23', { id: 's23-2', productId: 'basic_monthly', purchased: '2026-06-01T00:00:00Z', original: '2025-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z', transactionReason: 'RENEWAL' }),
+        renewalInfo('s23', { productId: 'basic_monthly', autoRenewProductId: 'basic_monthly' }),
+      ),
+    );
+    expect((await customer(u)).customerInfo).toMatchObject({ expirationDate: '2026-07-01T00:00:00.000Z', lastRenewalDate: '2026-06-01T00:00:00.000Z', activeSubscriber: true });
+    const old = await transaction('apple:s23');
+    expect(old).toMatchObject({ productId: 'apple:pro_yearly', expirationDate: '2026-06-01T00:00:00.000Z' });
+    expect(old!.isUpgraded).toBeUndefined();
+    expect(old!.cancelationReason).toBeUndefined();
+  });
+
+  it('a crossgrade to the same duration (subtype UPGRADE) replaces the old product at once', async () => {
+    const u = randomUUID();
+    await send(
+      notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-05T00:00:00Z', tx(u, 's24', { id: 's24', productId: 'basic_monthly', purchased: '2026-06-05T00:00:00Z', expires: '2026-07-05T00:00:00Z' }), renewalInfo('s24')),
+      notification(
+        'DID_CHANGE_RENEWAL_PREF',
+        'UPGRADE',
+        '2026-06-10T00:00:01Z',
+        tx(u, 's24', { id: 's24-2', productId: 'plus_monthly', purchased: '2026-06-10T00:00:00Z', original: '2026-06-05T00:00:00Z', expires: '2026-07-10T00:00:00Z' }),
+        renewalInfo('s24', { productId: 'plus_monthly', autoRenewProductId: 'plus_monthly' }),
+      ),
+    );
+    expect((await customer(u)).customerInfo).toMatchObject({ expirationDate: '2026-07-10T00:00:00.000Z', lastRenewalDate: '2026-06-10T00:00:00.000Z', activeSubscriber: true });
+    expect(await transaction('apple:s24')).toMatchObject({ isUpgraded: true, cancelationReason: 'System.Replaced' });
+  });
+
   it('OFFER_REDEEMED, PRICE_INCREASE and ONE_TIME_CHARGE carry their fields; a consumable never makes a subscriber', async () => {
     const [o, p, c] = [randomUUID(), randomUUID(), randomUUID()];
     await send(

@@ -63,8 +63,8 @@ export const bulkSql = (schema: string) => ({
    * position where the shown values are the same (a rebuild that changes nothing replays nothing).
    */
   foldTransactions: (keepLivePositions: boolean) => `
-    INSERT INTO ${schema}.transactions (app_id, transaction_id, ${SNAPSHOT_COLUMNS.join(', ')}, first_event_at, occurred_at, change_position)
-    SELECT w.app_id, w.transaction_id, ${SNAPSHOT_COLUMNS.map((c) => `w.${c}`).join(', ')}, w.first_event,
+    INSERT INTO ${schema}.transactions (app_id, transaction_id, ${SNAPSHOT_COLUMNS.join(', ')}, snapshot_is_upgraded, snapshot_cancelation_reason, first_event_at, occurred_at, change_position)
+    SELECT w.app_id, w.transaction_id, ${SNAPSHOT_COLUMNS.map((c) => `w.${c}`).join(', ')}, w.is_upgraded, w.cancelation_reason, w.first_event,
            coalesce(w.last_renewal_date, w.renewal_date, w.purchase_date, w.first_event),
            ${keepLivePositions ? `CASE WHEN ${shownRow('w', 'transactions')} IS NOT DISTINCT FROM ${shownRow('l', 'transactions')} THEN l.change_position END` : 'NULL'}
     FROM (

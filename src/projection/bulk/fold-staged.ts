@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { FEED_TABLES, installStampTriggerSql, type StampMode } from '../../change-feed/change-positions.sql.js';
 import { refreshAllSummaries } from '../customer-summaries.js';
+import { applyAllReplacements } from '../replacements.js';
 import { bulkSql } from './bulk-load.sql.js';
 
 type Query = Pick<EntityManager, 'query'>;
@@ -46,6 +47,9 @@ export async function foldStaged(m: Query, schema: string, mode: Exclude<StampMo
   // LIKE copies no triggers: installed here, after the load. A rebuild keeps unchanged rows' positions,
   // a verify needs none. Summaries are decided by the same function as on the live path.
   for (const table of FEED_TABLES) await m.query(installStampTriggerSql(schema, table, mode));
+  // After the triggers: a row marked replaced keeps the live row's position when it shows the same.
+  onStep('replacements');
+  await applyAllReplacements(m, schema);
   onStep('customer summaries');
   await refreshAllSummaries(m, schema, 5000);
   await m.query(`ANALYZE ${schema}.customers`);

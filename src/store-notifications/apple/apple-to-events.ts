@@ -43,7 +43,10 @@ export type AppleRenewalInfo = {
   originalTransactionId?: string;
 };
 
-/** Notification types that carry no transaction state: acknowledged and counted, not published. */
+/**
+ * Notification types that carry no transaction state (or, CONSUMPTION_REQUEST, a transaction whose
+ * state did not change): acknowledged and counted, not published.
+ */
 export const APPLE_TYPES_WITHOUT_TRANSACTION = new Set(['TEST', 'CONSUMPTION_REQUEST', 'RENEWAL_EXTENSION', 'EXTERNAL_PURCHASE_TOKEN', 'METADATA_UPDATE', 'MIGRATION', 'RESCIND_CONSENT']);
 
 /** Whose access ended early, by Apple's revocationReason (0: other, 1: an issue in the app). */
@@ -58,10 +61,13 @@ export type ContractEvent = Record<string, unknown> & { id: string; type: 'trans
 /**
  * The events one notification stands for: a transaction.updated with the transaction's state as of
  * the notification's signedDate, and a receipt.linked when appAccountToken names the user. None
- * for notifications that carry no transaction.
+ * for notifications that carry no transaction. Only the transaction carried: an upgrade
+ * (DID_CHANGE_RENEWAL_PREF UPGRADE) carries the new one, and the one it replaced is found by the
+ * projection (docs/api.md, rule 2), which sees the subscription's other transactions.
  */
 export function appleToEvents(appId: string, n: AppleNotification, t: AppleTransaction | undefined, r: AppleRenewalInfo | undefined): ContractEvent[] {
   if (!t || !n.notificationUUID || n.signedDate === undefined || !t.transactionId || !t.productId) return [];
+  if (APPLE_TYPES_WITHOUT_TRANSACTION.has(n.notificationType ?? '')) return [];
   const original = t.originalTransactionId ?? t.transactionId;
   const receiptId = `apple:${original}`;
   const time = new Date(n.signedDate).toISOString();
