@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
@@ -21,11 +22,31 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 const QUIET_ROUTES = /^\/(health\/|metrics$)/;
 
 /**
+ * Node's HTTP server bounds the time to receive a request (`requestTimeout`, headers and body) and its
+ * headers (`headersTimeout`), but only checks open requests every `connectionsCheckingInterval` (30 s
+ * by default), and where headersTimeout is the longer of the two it bounds the whole request instead.
+ * Fastify's own `requestTimeout` option is set on the server after Node derived headersTimeout from
+ * it, leaving Node's 60 s: a body trickled a byte at a time was held 60-90 s. Both deadlines are set
+ * here, checked every tenth of REQUEST_TIMEOUT_MS (at most every second) and that much shorter, so
+ * a request not received within REQUEST_TIMEOUT_MS of its first byte is answered 408 by then.
+ */
+export function requestDeadlines(requestTimeoutMs: number): { requestTimeout: number; headersTimeout: number; connectionsCheckingInterval: number } {
+  const connectionsCheckingInterval = Math.max(10, Math.min(1000, Math.floor(requestTimeoutMs / 10)));
+  const deadline = requestTimeoutMs - connectionsCheckingInterval;
+  return { requestTimeout: deadline, headersTimeout: deadline, connectionsCheckingInterval };
+}
+
+/** Headers of every answer: nothing is to be stored by a cache, nor sniffed as another type (problems echo request input). */
+const ANSWER_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
+
+/**
  * Requests Node's HTTP parser refuses before any route runs (request line and headers over
  * MAX_HEADER_BYTES, malformed HTTP, too slow) get a problem+json answer like every other error.
  */
 function answerClientError(error: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable) {
+  // Nothing can be said once a response has started on this socket: it is closed.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent) {
     socket.destroy(error);
     return;
   }
@@ -37,13 +58,17 @@ function answerClientError(error: Error & { code?: string }, socket: Socket): vo
         ? 'The request was not received in time.'
         : 'The request is not valid HTTP.';
   const body = JSON.stringify(problem(ErrorCode.BadRequest, detail, { status, title: STATUS_CODES[status] ?? 'Bad request' }));
+  const headers = Object.entries(ANSWER_HEADERS)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}Connection: close\r\n\r\n${body}`,
   );
 }
 
 /** Builds the HTTP application; main.ts listens on it and the e2e tests drive it on an ephemeral port. */
 export async function createHttpApp(options: AppModuleOptions & { pino: Logger }): Promise<NestFastifyApplication> {
+  const deadlines = requestDeadlines(options.config.requestTimeoutMs);
   const adapter = new FastifyAdapter({
     loggerInstance: options.pino,
     // A caller's x-request-id is kept only when short and printable (it is echoed and logged).
@@ -53,10 +78,16 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     // Room for the documented maximum username list (1000 names averaging up to ~200 encoded bytes).
-    http: { maxHeaderSize: MAX_HEADER_BYTES },
-    // Time to receive a whole request; database time is bounded by STATEMENT_TIMEOUT_MS (then 503).
-    requestTimeout: options.config.requestTimeoutMs,
+    // Time to receive a whole request, headers and body; database time is bounded by STATEMENT_TIMEOUT_MS (then 503).
+    http: { maxHeaderSize: MAX_HEADER_BYTES, ...deadlines },
+    requestTimeout: deadlines.requestTimeout,
     clientErrorHandler: answerClientError,
+    // The router refuses a malformed URL (400) or an over-long parameter (414) before any hook runs,
+    // onSend included: such answers get the headers every answer carries here.
+    frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
+      void reply.headers({ ...ANSWER_HEADERS, 'x-request-id': request.id });
+      void reply.send(error);
+    },
   });
   // A route's logLevel is a floor: probes and scrapes log their request lines only at debug or trace.
   const verbose = options.config.logLevel === 'debug' || options.config.logLevel === 'trace';
@@ -65,6 +96,9 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
   });
   adapter.getInstance().addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
+    // Answers are per token (or problems, probes): none is for a cache to keep, unless a route says otherwise.
+    if (!reply.hasHeader('cache-control')) void reply.header('cache-control', ANSWER_HEADERS['cache-control']);
+    void reply.header('x-content-type-options', ANSWER_HEADERS['x-content-type-options']);
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
     logger: new PinoNestLogger(options.pino),

@@ -1,5 +1,6 @@
 import { gunzipSync, brotliDecompressSync } from 'node:zlib';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { loadConfig } from '../../src/config/app-config.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
@@ -65,6 +66,40 @@ describe('HTTP conventions (e2e): compression, CORS, HOST', () => {
     expect(get.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
     expect(get.headers.get('access-control-expose-headers')).toContain('x-request-id');
     expect((await preflight(api.baseUrl, 'https://app.example.com')).headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('marks every answer nosniff and no-store: pages, problems of every kind, probes, the raw 431 and 400 of the HTTP parser', async () => {
+    const auth = { authorization: `Bearer ${api.token('app-1')}` };
+    const cases: [string, Record<string, string>, number, string?][] = [
+      ['/v2/customers', auth, 200],
+      ['/v2/transactions?limit=1000', { ...auth, 'accept-encoding': 'gzip' }, 200],
+      ['/v2/customers', {}, 401],
+      ['/v2/transactions', { authorization: 'Bearer not-a-jwt' }, 401],
+      ['/v2/transactions', { authorization: `Bearer ${api.token('app-1', ['customers:read'])}` }, 403],
+      ['/v2/transactions?limit=<script>', auth, 400],
+      ['/v2/customers?changedAfter=forged', auth, 400],
+      ['/nothing-here', {}, 404],
+      ['/v2/%zz', {}, 400],
+      ['/health/live', {}, 200],
+      ['/openapi.json', {}, 200],
+      [`/v2/customers?applicationUsername=${'x'.repeat(300 * 1024)}`, auth, 431],
+    ];
+    for (const [path, headers, status] of cases) {
+      const res = await raw(api.baseUrl + path, headers);
+      expect({ path: path.slice(0, 60), status: res.status, nosniff: res.headers['x-content-type-options'], cache: res.headers['cache-control'] }).toEqual({ path: path.slice(0, 60), status, nosniff: 'nosniff', cache: 'no-store' });
+    }
+    const post = await fetch(`${api.baseUrl}/v2/customers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect({ status: post.status, nosniff: post.headers.get('x-content-type-options'), cache: post.headers.get('cache-control') }).toEqual({ status: 405, nosniff: 'nosniff', cache: 'no-store' });
+    // Not HTTP at all: Node's parser refuses it and the service's raw answer carries them too.
+    const garbage = await new Promise<string>((resolve) => {
+      const socket = connect(Number(new URL(api.baseUrl).port), '127.0.0.1', () => socket.write('NOT HTTP\r\n\r\n'));
+      let text = '';
+      socket.on('data', (d) => (text += d));
+      socket.on('close', () => resolve(text));
+    });
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+    expect(garbage.toLowerCase()).toContain('x-content-type-options: nosniff\r\n');
+    expect(garbage.toLowerCase()).toContain('cache-control: no-store\r\n');
   });
 
   it('validates HOST and CORS_ORIGINS at boot', () => {
