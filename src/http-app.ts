@@ -13,6 +13,7 @@ import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-http.js';
 import type { Metrics } from './metrics/metrics.js';
 import { METRICS } from './metrics/metrics.module.js';
 import { buildOpenApiDocument } from './common/openapi-document.js';
+import { applyNotificationRouteOptions } from './store-notifications/notification-routes.js';
 import fastifyCompress from '@fastify/compress';
 import { constants as zlibConstants } from 'node:zlib';
 
@@ -93,6 +94,7 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
   const verbose = options.config.logLevel === 'debug' || options.config.logLevel === 'trace';
   adapter.getInstance().addHook('onRoute', (route) => {
     if (!verbose && QUIET_ROUTES.test(route.url)) route.logLevel = 'warn';
+    applyNotificationRouteOptions(route, options.config);
   });
   adapter.getInstance().addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);

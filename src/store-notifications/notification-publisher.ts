@@ -38,7 +38,8 @@ export class NotificationPublisher implements OnApplicationShutdown {
         await appendToEventLog(this.db, this.config.eventLogTopic, messages);
       }
     } catch (error) {
-      throw new StoreNotificationError(ErrorCode.EventLogUnavailable, `the event log cannot take the notification now (${(error as Error).message}); the store will retry`);
+      // The broker's or PostgreSQL's words go to the log (the problem filter logs 503s with their cause), not to the store.
+      throw new StoreNotificationError(ErrorCode.EventLogUnavailable, `the event log (${this.config.kafka ? 'Kafka' : 'PostgreSQL'}) cannot take the notification now; the store will retry`, { cause: error });
     }
   }
 

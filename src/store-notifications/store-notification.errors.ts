@@ -12,7 +12,9 @@ export class StoreNotificationError extends AppError {
       | ErrorCode.TokenMissing
       | ErrorCode.TokenInvalid,
     message: string,
+    /** `cause`: what a library said, for the log only (the problem filter logs it; the answer never carries it). */
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }

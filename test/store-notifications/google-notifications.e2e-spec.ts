@@ -282,6 +282,21 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     expect(await logSize()).toBe(before);
   });
 
+  it('refuses an eventTimeMillis outside the years 0001-9999 with 422 notification_unmappable, never 500', async () => {
+    const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
+    google.setSubscription(PACKAGE, purchase, subscription(u, { order: 'GPA.4444-0000-0000-00001', expires: at(9 * DAY) }));
+    await published(subNotification(4, purchase));
+    const before = await logSize();
+    // The voided order is in the read models: its revocationDate would be this time (a RangeError, 500, before).
+    for (const eventTimeMillis of ['100000000000000000000', '8640000000000001', '-8640000000000001', '253402300800000', 'soon', '1e20']) {
+      const res = await push({ eventTimeMillis, voidedPurchaseNotification: { purchaseToken: purchase, orderId: 'GPA.4444-0000-0000-00001', productType: 1, refundType: 1 } });
+      expect({ eventTimeMillis, status: res.status, code: res.body.code }).toEqual({ eventTimeMillis, status: 422, code: 'notification_unmappable' });
+      expect(res.body.detail).toContain('eventTimeMillis');
+    }
+    expect(await logSize()).toBe(before);
+    expect((await customer(u)).customerInfo.activeSubscriber).toBe(true);
+  });
+
   it('answers 503 with Retry-After when the Play Developer API fails, and publishes when Pub/Sub retries', async () => {
     const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
     google.setSubscription(PACKAGE, purchase, subscription(u, { order: 'GPA.1212-0000-0000-00001', expires: at(9 * DAY) }));

@@ -1,5 +1,5 @@
 import { Body, Controller, Headers, HttpCode, Inject, Logger, Param, Post } from '@nestjs/common';
-import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ApiNotificationProblemResponses } from '../../common/api-problem-responses.js';
@@ -10,6 +10,8 @@ import type { Metrics } from '../../metrics/metrics.js';
 import type { ContractEvent } from '../apple/apple-to-events.js';
 import type { NotificationOutcome } from '../apple/apple-notifications.controller.js';
 import { NotificationPublisher } from '../notification-publisher.js';
+import { GOOGLE_NOTIFICATION_BODY_LIMIT } from '../notification-routes.js';
+import { eventTimeOf, mapDates } from '../store-dates.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { classifyFetchError, GooglePlayApi, PubSubTokenVerifier } from './google-play.js';
 import { TRANSACTION_COLUMNS } from '../../transactions/list-transactions/list-transactions.sql.js';
@@ -66,50 +68,63 @@ export class GoogleNotificationsController {
   })
   @ApiOkResponse({ schema: { type: 'object', properties: { status: { type: 'string', enum: ['published', 'acknowledged'] }, events: { type: 'integer' } } } })
   @ApiNotificationProblemResponses({ bearer: true })
+  @ApiResponse({ status: 413, description: `The body is over ${GOOGLE_NOTIFICATION_BODY_LIMIT} bytes (a push is about 1 KB)` })
+  @ApiResponse({ status: 415, description: 'The body is not application/json' })
   async receive(@Param('appId') appId: string, @Headers('authorization') authorization: string | undefined, @Body() body: unknown): Promise<NotificationOutcome> {
+    // Unconfigured applications are answered 404 before the body is read (notification-routes.ts); kept as a backstop.
     const app = this.config.google?.apps.get(appId);
     if (!app || !this.api || !this.tokens) throw new StoreNotificationError(ErrorCode.NotFound, `no Google Play notifications are configured for application ${JSON.stringify(appId)} (GOOGLE_APPS)`);
     const token = /^Bearer (\S+)$/i.exec(authorization ?? '')?.[1];
     if (!token) throw this.refused(ErrorCode.TokenMissing, 'the push carries no bearer token: configure the Pub/Sub push subscription with authentication');
     const why = await this.tokens.refuse(token);
-    if (why) throw this.refused(ErrorCode.TokenInvalid, `the push token is refused: ${why}`);
+    if (why) throw this.refused(ErrorCode.TokenInvalid, `the push token is refused: ${why.reason}`, why.cause);
 
     const message = (body as PushBody | null)?.message;
     const messageId = message?.messageId ?? message?.message_id;
+    if (typeof message?.data !== 'string' || typeof messageId !== 'string' || !messageId) {
+      throw this.refused(ErrorCode.NotificationUnverified, 'the body is not a Pub/Sub push: it needs message.data and message.messageId strings');
+    }
     let n: DeveloperNotification;
     try {
-      if (typeof message?.data !== 'string' || !messageId) throw new Error('no message.data or message.messageId');
       n = JSON.parse(Buffer.from(message.data, 'base64').toString('utf8')) as DeveloperNotification;
     } catch (error) {
-      throw this.refused(ErrorCode.NotificationUnverified, `the body is not a Pub/Sub push of a developer notification (${(error as Error).message})`);
+      throw this.refused(ErrorCode.NotificationUnverified, 'message.data is not base64 of a JSON developer notification', error);
     }
+    if (n === null || typeof n !== 'object' || Array.isArray(n)) throw this.refused(ErrorCode.NotificationUnverified, 'message.data is not base64 of a JSON developer notification object');
     if (n.packageName !== app.packageName) throw this.refused(ErrorCode.NotificationUnverified, `the notification is for ${JSON.stringify(n.packageName)}, not ${app.packageName} (GOOGLE_APPS)`);
     const id = `google:${messageId}`;
     const kind = n.subscriptionNotification ? 'subscription' : n.oneTimeProductNotification ? 'one_time_product' : n.voidedPurchaseNotification ? 'voided_purchase' : n.testNotification ? 'test' : 'other';
+    let eventTime: Date | undefined;
+    try {
+      eventTime = eventTimeOf(n.eventTimeMillis);
+    } catch (error) {
+      this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: 'refused' });
+      throw error;
+    }
 
     let events: ContractEvent[] = [];
     if (n.subscriptionNotification?.purchaseToken) {
       const purchaseToken = n.subscriptionNotification.purchaseToken;
       const state = await this.fetch(kind, () => this.api!.subscription(app.packageName, purchaseToken));
       if (state) {
-        events = googleSubscriptionEvents(appId, id, purchaseToken, state, new Date());
+        events = mapDates(() => googleSubscriptionEvents(appId, id, purchaseToken, state, new Date()));
         if (state.linkedPurchaseToken) {
           const replacedToken = state.linkedPurchaseToken;
           const replaced = await this.fetch(kind, () => this.api!.subscription(app.packageName, replacedToken));
-          if (replaced) events.push(...googleReplacedEvents(appId, id, replacedToken, replaced, new Date()));
+          if (replaced) events.push(...mapDates(() => googleReplacedEvents(appId, id, replacedToken, replaced, new Date())));
         }
       }
     } else if (n.oneTimeProductNotification?.purchaseToken && n.oneTimeProductNotification.sku) {
       const { purchaseToken, sku } = n.oneTimeProductNotification;
       const purchase = await this.fetch(kind, () => this.api!.product(app.packageName, sku, purchaseToken));
-      if (purchase) events = googleProductEvents(appId, id, purchaseToken, sku, purchase, new Date());
+      if (purchase) events = mapDates(() => googleProductEvents(appId, id, purchaseToken, sku, purchase, new Date()));
     } else if (n.voidedPurchaseNotification?.orderId) {
       const [stored] = (await this.db.query(STORED_ORDER, [appId, `google:${n.voidedPurchaseNotification.orderId}`])) as Record<string, unknown>[];
-      const voidedAt = n.eventTimeMillis ? new Date(Number(n.eventTimeMillis)) : new Date();
+      const voidedAt = eventTime ?? new Date();
       if (stored) {
         // amountMicros is a bigint column (text from pg); the contract carries a number
         const snapshot = { ...stored, amountMicros: stored.amountMicros === null ? null : Number(stored.amountMicros) };
-        events = googleVoidedEvents(appId, id, Object.fromEntries(Object.entries(snapshot).filter(([, v]) => v !== null)), voidedAt, new Date());
+        events = mapDates(() => googleVoidedEvents(appId, id, Object.fromEntries(Object.entries(snapshot).filter(([, v]) => v !== null)), voidedAt, new Date()));
       }
       else this.logger.warn({ msg: 'voided purchase of an order the read models do not hold: nothing to revoke', appId, orderId: n.voidedPurchaseNotification.orderId });
     }
@@ -138,12 +153,14 @@ export class GoogleNotificationsController {
         return undefined;
       }
       this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: 'retry' });
-      throw new StoreNotificationError(ErrorCode.StoreApiUnavailable, `the Play Developer API could not be asked for the purchase (${failure.status ?? 'no answer'}: ${failure.message}); Pub/Sub will retry`);
+      // What the API said stays in the log (it may name the purchase token); the answer says only how it failed.
+      this.logger.warn({ msg: 'the Play Developer API could not be asked for the purchase of a notification', status: failure.status, error: failure.message });
+      throw new StoreNotificationError(ErrorCode.StoreApiUnavailable, `the Play Developer API could not be asked for the purchase (${failure.status ? `HTTP ${failure.status}` : 'no answer'}); Pub/Sub will retry`);
     }
   }
 
-  private refused(code: ErrorCode.TokenMissing | ErrorCode.TokenInvalid | ErrorCode.NotificationUnverified, message: string): StoreNotificationError {
+  private refused(code: ErrorCode.TokenMissing | ErrorCode.TokenInvalid | ErrorCode.NotificationUnverified, message: string, cause?: unknown): StoreNotificationError {
     this.metrics.storeNotifications.inc({ store: 'google', type: 'unverified', outcome: 'refused' });
-    return new StoreNotificationError(code, message);
+    return new StoreNotificationError(code, message, { cause });
   }
 }

@@ -62,10 +62,13 @@ export class PubSubTokenVerifier {
 
   constructor(private readonly settings: GoogleSettings['pubsub']) {}
 
-  /** Returns why the token is refused, or undefined when it is good. */
-  async refuse(token: string): Promise<string | undefined> {
+  /**
+   * Returns why the token is refused, or undefined when it is good. `reason` is ours or the JWT
+   * library's verdict ("jwt expired", "invalid signature"); `cause` is any other error, for the log.
+   */
+  async refuse(token: string): Promise<{ reason: string; cause?: unknown } | undefined> {
     const decoded = jwt.decode(token, { complete: true });
-    if (!decoded || typeof decoded.payload === 'string') return 'the bearer token is not a JWT';
+    if (!decoded || typeof decoded.payload === 'string') return { reason: 'the bearer token is not a JWT' };
     const kid = decoded.header.kid ?? '';
     let key = this.keys.get(kid);
     if (!key || Date.now() - this.fetchedAt > REFRESH_MAX_AGE_MS) {
@@ -73,20 +76,21 @@ export class PubSubTokenVerifier {
         try {
           await this.refresh();
         } catch (error) {
-          return `the keys at GOOGLE_PUBSUB_JWKS_URI could not be fetched (${(error as Error).message})`;
+          return { reason: 'the keys at GOOGLE_PUBSUB_JWKS_URI could not be fetched', cause: error };
         }
       }
       key = this.keys.get(kid);
     }
-    if (!key) return `no key ${JSON.stringify(kid)} at GOOGLE_PUBSUB_JWKS_URI`;
+    if (!key) return { reason: `no key ${JSON.stringify(kid)} at GOOGLE_PUBSUB_JWKS_URI` };
     let claims: jwt.JwtPayload;
     try {
       claims = jwt.verify(token, key, { algorithms: ['RS256'], issuer: [...this.settings.issuers] as [string, ...string[]], audience: this.settings.audience }) as jwt.JwtPayload;
     } catch (error) {
-      return (error as Error).message;
+      // JsonWebTokenError (TokenExpiredError, NotBeforeError) messages are verdicts; anything else is internal.
+      return error instanceof jwt.JsonWebTokenError ? { reason: error.message } : { reason: 'the token could not be verified', cause: error };
     }
     if (this.settings.serviceAccount && (claims.email !== this.settings.serviceAccount || claims.email_verified !== true)) {
-      return `the token is not from ${this.settings.serviceAccount} (GOOGLE_PUBSUB_SERVICE_ACCOUNT)`;
+      return { reason: `the token is not from ${this.settings.serviceAccount} (GOOGLE_PUBSUB_SERVICE_ACCOUNT)` };
     }
     return undefined;
   }
