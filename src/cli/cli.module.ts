@@ -3,6 +3,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { CommanderExitCodes } from './exit-codes.js';
 import { GenerateCommand } from './generate.command.js';
+import { IMPORT_COMMANDS } from './import.command.js';
 import { OffsetsCommand, OffsetsResetCommand, OffsetsShowCommand } from './offsets.command.js';
 import { PublishCommand } from './publish.command.js';
 import { RebuildCommand } from './rebuild.command.js';
@@ -13,6 +14,6 @@ import { WEBHOOK_SUBCOMMANDS, WebhooksCommand } from './webhooks.command.js';
 @Module({})
 export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [CommanderExitCodes, TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS, SampleNotificationCommand] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [CommanderExitCodes, TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS, SampleNotificationCommand, ...IMPORT_COMMANDS] };
   }
 }
