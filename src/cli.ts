@@ -2,12 +2,15 @@ import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliModule } from './cli/cli.module.js';
 import { UsageError } from './cli/usage-error.js';
+import { PACKAGE_VERSION } from './common/package-version.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   for (const warning of config.warnings) console.error(`warning: ${warning}`);
   await CommandFactory.run(CliModule.forRoot(config), {
+    // -V, --version: package.json's version on stdout, exit 0.
+    version: PACKAGE_VERSION,
     logger: config.logLevel === 'debug' || config.logLevel === 'trace' ? ['log', 'warn', 'error', 'debug'] : ['warn', 'error'],
     // Commander has already printed what was wrong (or the help): only the exit status is left.
     errorHandler: (error) => process.exit((error as Error & { exitCode?: number }).exitCode === 0 ? 0 : 2),

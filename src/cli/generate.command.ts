@@ -31,12 +31,12 @@ export class GenerateCommand extends CommandRunner {
     }
   }
 
-  @Option({ flags: '--seed <n>', description: 'random seed (default 1)', defaultValue: 1 })
+  @Option({ flags: '--seed <n>', description: 'random seed', defaultValue: 1 })
   parseSeed(value: string): number {
     return positiveInt(value, '--seed');
   }
 
-  @Option({ flags: '--events <n>', description: 'number of events (default 10000)', defaultValue: 10_000 })
+  @Option({ flags: '--events <n>', description: 'number of events', defaultValue: 10_000 })
   parseEvents(value: string): number {
     return positiveInt(value, '--events');
   }

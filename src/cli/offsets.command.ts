@@ -66,6 +66,8 @@ export class OffsetsResetCommand extends CommandRunner {
 
   @Option({ flags: '--to <where>', description: 'earliest, latest, or an offset within the log' })
   parseTo(value: string): string {
+    // Checked here, before the database is opened; whether an offset lies within the log is known only there.
+    if (!/^(earliest|latest|\d+)$/.test(value)) throw new UsageError(`--to must be earliest, latest or an offset (got ${JSON.stringify(value)})`);
     return value;
   }
 

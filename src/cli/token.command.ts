@@ -7,7 +7,9 @@ import { applicationIdProblem } from '../common/application-id.js';
 import { resolveVerificationKeys } from '../auth/signing-keys.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 
-type TokenOptions = { app: string; scope?: string[]; ttl: number; sub?: string };
+type TokenOptions = { app: string; scope?: string[]; ttl?: number; sub?: string };
+
+const DEFAULT_TTL_SECONDS = 3600;
 
 @Command({
   name: 'token',
@@ -26,7 +28,7 @@ export class TokenCommand extends CommandRunner {
     }
     const scopes = options.scope?.length ? options.scope : [...SCOPES];
     process.stdout.write(
-      mintToken({ secret: keys.secret, appId: options.app, scopes, ttlSeconds: options.ttl, subject: options.sub, issuer: this.config.jwt.issuer, audience: this.config.jwt.audience }) + '\n',
+      mintToken({ secret: keys.secret, appId: options.app, scopes, ttlSeconds: options.ttl ?? DEFAULT_TTL_SECONDS, subject: options.sub, issuer: this.config.jwt.issuer, audience: this.config.jwt.audience }) + '\n',
     );
   }
 
@@ -44,9 +46,14 @@ export class TokenCommand extends CommandRunner {
     return [...previous, ...scopes];
   }
 
-  @Option({ flags: '--ttl <duration>', description: 'Lifetime: seconds or 15m, 12h, 7d (default 1h)', defaultValue: 3600 })
+  // No defaultValue: commander would print "(default: 3600)" after the description's "1h".
+  @Option({ flags: '--ttl <duration>', description: 'Lifetime: seconds or 15m, 12h, 7d (default 1h)' })
   parseTtl(value: string): number {
-    return parseTtl(value);
+    try {
+      return parseTtl(value);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
   }
 
   @Option({ flags: '--sub <subject>', description: 'Subject claim (who the token is for)' })

@@ -21,6 +21,7 @@ abstract class WebhooksSubCommand<O> extends CommandRunner {
 
   async run(args: string[], options?: Record<string, unknown>): Promise<void> {
     refuseExtraArguments(`webhooks ${this.command.name()}`, args);
+    this.checkUsage((options ?? {}) as O);
     const { db, close } = await openDatabase(this.config, 'webhooks');
     try {
       await this.runWith(db, (options ?? {}) as O);
@@ -28,6 +29,9 @@ abstract class WebhooksSubCommand<O> extends CommandRunner {
       await close();
     }
   }
+
+  /** Refuses a command line missing what it needs before the database is opened, so it exits 2 even without one. */
+  protected checkUsage(_options: O): void {}
 
   protected abstract runWith(db: DataSource, options: O): Promise<void>;
 }
@@ -40,9 +44,12 @@ function describeState(e: EndpointListing): string {
 
 @SubCommand({ name: 'add', description: 'Register a webhook endpoint for an application; prints its signing secret' })
 export class WebhooksAddCommand extends WebhooksSubCommand<{ app?: string; url?: string; fromStart?: boolean }> {
-  protected async runWith(db: DataSource, o: { app?: string; url?: string; fromStart?: boolean }): Promise<void> {
+  protected override checkUsage(o: { app?: string; url?: string }): void {
     if (!o.app) throw new UsageError('webhooks add needs --app <application id>');
     if (!o.url) throw new UsageError('webhooks add needs --url <https url>');
+  }
+
+  protected async runWith(db: DataSource, o: { app: string; url: string; fromStart?: boolean }): Promise<void> {
     const { id, secret } = await addEndpoint(db, this.config.webhooks, { appId: o.app, url: o.url, fromStart: o.fromStart }).catch((error: unknown) => {
       throw error instanceof WebhookTargetError || error instanceof WebhookEndpointError ? new UsageError(error.message) : error;
     });
@@ -86,8 +93,11 @@ export class WebhooksListCommand extends WebhooksSubCommand<{ app?: string }> {
 
 @SubCommand({ name: 'remove', description: 'Delete a webhook endpoint and its deliveries' })
 export class WebhooksRemoveCommand extends WebhooksSubCommand<{ id?: string }> {
-  protected async runWith(db: DataSource, o: { id?: string }): Promise<void> {
+  protected override checkUsage(o: { id?: string }): void {
     if (!o.id) throw new UsageError('webhooks remove needs --id <endpoint id>');
+  }
+
+  protected async runWith(db: DataSource, o: { id: string }): Promise<void> {
     await removeEndpoint(db, o.id);
     process.stdout.write(`webhook endpoint ${o.id} removed\n`);
   }
@@ -100,8 +110,11 @@ export class WebhooksRemoveCommand extends WebhooksSubCommand<{ id?: string }> {
 
 @SubCommand({ name: 'rotate-secret', description: 'New signing secret; the old one also signs for 24 h' })
 export class WebhooksRotateSecretCommand extends WebhooksSubCommand<{ id?: string }> {
-  protected async runWith(db: DataSource, o: { id?: string }): Promise<void> {
+  protected override checkUsage(o: { id?: string }): void {
     if (!o.id) throw new UsageError('webhooks rotate-secret needs --id <endpoint id>');
+  }
+
+  protected async runWith(db: DataSource, o: { id: string }): Promise<void> {
     const secret = await rotateSecret(db, o.id);
     process.stderr.write(`webhook endpoint ${o.id}: new signing secret (messages carry a signature with the previous one too for 24 h):\n`);
     process.stdout.write(`${secret}\n`);
@@ -117,8 +130,11 @@ type DeliveriesOptions = { id?: string; status?: string; limit?: number };
 
 @SubCommand({ name: 'deliveries', description: "An endpoint's recent deliveries, newest first" })
 export class WebhooksDeliveriesCommand extends WebhooksSubCommand<DeliveriesOptions> {
-  protected async runWith(db: DataSource, o: DeliveriesOptions): Promise<void> {
+  protected override checkUsage(o: DeliveriesOptions): void {
     if (!o.id) throw new UsageError('webhooks deliveries needs --id <endpoint id>');
+  }
+
+  protected async runWith(db: DataSource, o: DeliveriesOptions & { id: string }): Promise<void> {
     const rows = await listDeliveries(db, o.id, { status: o.status, limit: o.limit ?? 20 });
     if (rows.length === 0) process.stdout.write('no deliveries\n');
     for (const d of rows) {
@@ -148,8 +164,11 @@ export class WebhooksDeliveriesCommand extends WebhooksSubCommand<DeliveriesOpti
 
 @SubCommand({ name: 'redeliver', description: 'Send failed deliveries again (or one, with --delivery); enables a disabled endpoint' })
 export class WebhooksRedeliverCommand extends WebhooksSubCommand<{ id?: string; delivery?: string }> {
-  protected async runWith(db: DataSource, o: { id?: string; delivery?: string }): Promise<void> {
+  protected override checkUsage(o: { id?: string; delivery?: string }): void {
     if (!o.id) throw new UsageError('webhooks redeliver needs --id <endpoint id>');
+  }
+
+  protected async runWith(db: DataSource, o: { id: string; delivery?: string }): Promise<void> {
     const n = await redeliver(db, o.id, o.delivery);
     process.stdout.write(`webhook endpoint ${o.id}: ${n} deliver${n === 1 ? 'y' : 'ies'} queued again; the endpoint is enabled\n`);
   }
