@@ -17,16 +17,20 @@ export const replacementSql = (schema: string) => ({
    * by the caller.
    */
   candidates: `
+    WITH rows AS MATERIALIZED (
+      SELECT t.* FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[])) AS k(app_id, receipt_id)
+      JOIN ${schema}.transactions t ON t.app_id = k.app_id AND t.receipt_id = k.receipt_id
+    ), changed_products AS (
+      SELECT app_id, receipt_id, purchase_id FROM rows GROUP BY 1, 2, 3 HAVING min(product_id) <> max(product_id)
+    )
     SELECT t.app_id, t.transaction_id, t.receipt_id, t.purchase_id, t.product_id,
            ${iso('t.occurred_at')} AS occurred_at, ${iso('t.version_time')} AS version_time,
            ${iso('t.expiration_date')} AS expiration_date, ${iso('t.revocation_date')} AS revocation_date,
            t.is_pending, t.is_expired, t.is_upgraded, t.cancelation_reason, t.snapshot_is_upgraded, t.snapshot_cancelation_reason
-    FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[])) AS k(app_id, receipt_id)
-    JOIN ${schema}.transactions t ON t.app_id = k.app_id AND t.receipt_id = k.receipt_id
+    FROM rows t
     WHERE t.is_upgraded IS DISTINCT FROM t.snapshot_is_upgraded
        OR t.cancelation_reason IS DISTINCT FROM t.snapshot_cancelation_reason
-       OR EXISTS (SELECT 1 FROM ${schema}.transactions o
-                  WHERE o.app_id = t.app_id AND o.receipt_id = t.receipt_id AND o.purchase_id = t.purchase_id AND o.product_id <> t.product_id)`,
+       OR (t.app_id, t.receipt_id, t.purchase_id) IN (SELECT * FROM changed_products)`,
 
   /** Receipts holding a purchase with more than one product: where a fold looks for replacements. */
   receiptsWithProductChanges: `
