@@ -21,7 +21,6 @@ function state(orderId: string, expiryTime: string): androidpublisher_v3.Schema$
     regionCode: 'US',
     startTime: START,
     subscriptionState: 'SUBSCRIPTION_STATE_ACTIVE',
-    latestOrderId: orderId,
     acknowledgementState: 'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED',
     externalAccountIdentifiers: { obfuscatedExternalAccountId: 'user-g' },
     lineItems: [
@@ -40,7 +39,7 @@ function state(orderId: string, expiryTime: string): androidpublisher_v3.Schema$
 function fetched(messageId: string, orderId: string, expiryTime: string, fetchedAt: string) {
   const [event] = googleSubscriptionEvents('app', messageId, 'tok-1', state(orderId, expiryTime), new Date(fetchedAt));
   const decoded = decodeEvent(JSON.stringify(event), { receivedAt: Date.parse(fetchedAt) });
-  if (!decoded.ok) throw new Error(decoded.reason);
+  if (!decoded.ok || decoded.event.type !== 'transaction.updated') throw new Error(decoded.ok ? 'not a transaction.updated' : decoded.reason);
   return decoded.event;
 }
 
