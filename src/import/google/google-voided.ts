@@ -1,0 +1,77 @@
+import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
+import type { DataSource } from 'typeorm';
+import { GooglePlayApi } from '../../store-notifications/google/google-play.js';
+import { TRANSACTION_COLUMNS } from '../../transactions/list-transactions/list-transactions.sql.js';
+import { ImportFatalError } from '../import-errors.js';
+import { RetryGate, withStoreRetries, type RetryPolicy } from '../store-retry.js';
+import { classifyGoogleCall, googleCallError, type StoredOrder } from './google-import.js';
+
+type VoidedPurchase = androidpublisher_v3.Schema$VoidedPurchase;
+
+export const GOOGLE_VOIDED_KIND = 'google-voided';
+/** Google lists voided purchases of the last 30 days: an older startTime is refused. */
+export const VOIDED_RETENTION_MS = 30 * 24 * 3_600_000;
+/** Google's largest page of voidedpurchases.list. */
+const PAGE_SIZE = 1000;
+
+/** A void is one order voided at one time: the journal's key for it, whatever listing it came in. */
+export const voidedItemKey = (v: VoidedPurchase): string => `${v.orderId ?? ''}@${v.voidedTimeMillis ?? ''}`;
+
+/**
+ * Every voided purchase (subscriptions included: type 1) Google saw voided since `startTime`, page by
+ * page through tokenPagination.nextPageToken. A 429 or 5xx is retried (Retry-After honoured);
+ * anything else stops the listing with the API's words.
+ */
+export async function* listVoidedPurchases(api: GooglePlayImportApi, packageName: string, startTime: number, retry?: Partial<RetryPolicy>, signal?: AbortSignal): AsyncGenerator<VoidedPurchase> {
+  const gate = new RetryGate();
+  let token: string | undefined;
+  do {
+    const pageToken = token;
+    const page = await withStoreRetries(
+      async () => {
+        try {
+          return await api.voidedPurchases(packageName, pageToken ? { token: pageToken, maxResults: PAGE_SIZE } : { startTime, maxResults: PAGE_SIZE });
+        } catch (error) {
+          const failure = classifyGoogleCall(error);
+          if (failure.kind === 'forgotten' || failure.kind === 'refused') {
+            throw new ImportFatalError(`voidedpurchases.list for ${packageName} answered HTTP ${failure.status}: ${failure.message}${failure.status === 401 || failure.status === 403 ? ' (check GOOGLE_SERVICE_ACCOUNT_FILE: the account needs "View financial data" in Play Console for this app)' : ''}`);
+          }
+          throw googleCallError(failure);
+        }
+      },
+      gate,
+      retry,
+      signal,
+    );
+    for (const v of page.voidedPurchases ?? []) yield v;
+    token = page.tokenPagination?.nextPageToken ?? undefined;
+  } while (token && !signal?.aborted);
+}
+
+const STORED_ORDER = `SELECT ${TRANSACTION_COLUMNS}, version_time AS "versionTime" FROM read_model.transactions WHERE app_id = $1 AND transaction_id = $2`;
+
+/** What the read models show of an order (the notification endpoint's own columns) and the time of the snapshot it shows, or undefined. */
+export async function storedOrder(db: DataSource, appId: string, orderId: string | null | undefined): Promise<StoredOrder | undefined> {
+  if (!orderId) return undefined;
+  const [row] = (await db.query(STORED_ORDER, [appId, `google:${orderId}`])) as (Record<string, unknown> & { versionTime: Date | string })[];
+  if (!row) return undefined;
+  const { versionTime, ...snapshot } = row;
+  return { snapshot, versionTime: new Date(versionTime) };
+}
+
+/**
+ * The notification path's Play API client (same service account, base URL and timeout) with
+ * voidedpurchases.list, which only imports and the poller call. It reads the parent's client
+ * rather than building a second one with its own auth.
+ */
+export class GooglePlayImportApi extends GooglePlayApi {
+  private get client(): androidpublisher_v3.Androidpublisher {
+    return (this as unknown as { api: androidpublisher_v3.Androidpublisher }).api;
+  }
+
+  /** One page of voidedpurchases.list (type 1: subscriptions too). Google ignores startTime beside a page token. */
+  async voidedPurchases(packageName: string, page: { startTime?: number; token?: string; maxResults?: number }): Promise<androidpublisher_v3.Schema$VoidedPurchasesListResponse> {
+    const params = { packageName, type: 1, maxResults: page.maxResults, ...(page.token ? { token: page.token } : { startTime: page.startTime === undefined ? undefined : String(page.startTime) }) };
+    return (await this.client.purchases.voidedpurchases.list(params)).data;
+  }
+}
