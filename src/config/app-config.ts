@@ -231,6 +231,10 @@ class Environment {
   /** Sign API calls with the service account's own JWT instead of exchanging it for an OAuth token first. */
   @Transform(toBool) @IsBoolean()
   GOOGLE_API_SELF_SIGNED_JWT = false;
+
+  /** Seconds between polls of voidedpurchases.list for every GOOGLE_APPS app (refunds Google does not notify); unset: no polling. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(86_400)
+  GOOGLE_VOIDED_POLL_INTERVAL?: number;
 }
 
 export type GoogleSettings = {
@@ -239,6 +243,8 @@ export type GoogleSettings = {
   serviceAccount: { email: string; privateKey: string; keyId?: string };
   apiBaseUrl: string;
   selfSignedJwt: boolean;
+  /** GOOGLE_VOIDED_POLL_INTERVAL in ms; undefined: voided purchases are not polled. */
+  voidedPollIntervalMs?: number;
 };
 
 function googleSettings(env: Environment, problems: string[]): GoogleSettings | undefined {
@@ -268,6 +274,7 @@ function googleSettings(env: Environment, problems: string[]): GoogleSettings | 
     serviceAccount,
     apiBaseUrl: env.GOOGLE_API_BASE_URL,
     selfSignedJwt: env.GOOGLE_API_SELF_SIGNED_JWT,
+    voidedPollIntervalMs: env.GOOGLE_VOIDED_POLL_INTERVAL === undefined ? undefined : env.GOOGLE_VOIDED_POLL_INTERVAL * 1000,
   };
 }
 

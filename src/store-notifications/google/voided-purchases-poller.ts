@@ -1,0 +1,105 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { createHash } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { googleVoidedImportEvents } from '../../import/google/google-import.js';
+import { GOOGLE_VOIDED_KIND, GooglePlayImportApi, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../../import/google/google-voided.js';
+import { ImportJournal } from '../../import/import-journal.js';
+import { NotificationPublisher } from '../notification-publisher.js';
+
+/** One poller at a time over every instance: pg_try_advisory_lock on this key (the digits of "GVOID"). */
+const POLL_LOCK = 7_186_073_968;
+/** Each poll starts this far before the last one did: Google files a void when it sees it, not at voidedTimeMillis. */
+const OVERLAP_MS = 10 * 60_000;
+
+/**
+ * Polls voidedpurchases.list every GOOGLE_VOIDED_POLL_INTERVAL for each GOOGLE_APPS app, since Google
+ * does not notify every refund, and revokes what it lists as `import google-voided` does (same ids,
+ * same journal: a void is done once whichever of them saw it first). The last poll's start is kept
+ * in public.import_checkpoint, so a restart continues from there (within Google's 30 days).
+ */
+@Injectable()
+export class VoidedPurchasesPoller implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('google-voided-poller');
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private readonly abort = new AbortController();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly publisher: NotificationPublisher,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const every = this.config.google?.voidedPollIntervalMs;
+    if (!every) return;
+    const tick = () => {
+      this.running ??= this.pollOnce()
+        .catch((error: unknown) => this.logger.warn({ msg: 'polling voided purchases failed; the next poll retries', error: (error as Error).message }))
+        .finally(() => (this.running = undefined));
+    };
+    this.timer = setInterval(tick, every);
+    this.timer.unref();
+    tick();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    this.abort.abort();
+    await this.running;
+  }
+
+  /** One poll of every app, if no other instance holds the lock; returns the voids published. */
+  async pollOnce(): Promise<number> {
+    const google = this.config.google;
+    if (!google) return 0;
+    const runner = this.db.createQueryRunner();
+    await runner.connect();
+    let published = 0;
+    try {
+      const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [POLL_LOCK])) as { locked: boolean }[];
+      if (!locked) return 0;
+      try {
+        const api = new GooglePlayImportApi(google);
+        for (const [appId, { packageName }] of google.apps) {
+          if (this.abort.signal.aborted) break;
+          published += await this.pollApp(api, appId, packageName);
+        }
+      } finally {
+        await runner.query('SELECT pg_advisory_unlock($1)', [POLL_LOCK]);
+      }
+    } finally {
+      await runner.release();
+    }
+    return published;
+  }
+
+  private async pollApp(api: GooglePlayImportApi, appId: string, packageName: string): Promise<number> {
+    const journal = new ImportJournal(this.db, appId, GOOGLE_VOIDED_KIND, createHash('sha256').update(packageName).digest('hex'));
+    const started = Date.now();
+    const last = Number(await journal.checkpoint());
+    const oldest = started - VOIDED_RETENTION_MS + 60_000;
+    const since = Number.isFinite(last) && last > 0 ? Math.max(oldest, last - OVERLAP_MS) : oldest;
+    let published = 0;
+    let n = 0;
+    for await (const v of listVoidedPurchases(api, packageName, since, { attempts: 3 }, this.abort.signal)) {
+      n++;
+      const key = voidedItemKey(v);
+      if ((await journal.done([key])).size > 0) continue;
+      const result = googleVoidedImportEvents(appId, v, await storedOrder(this.db, appId, v.orderId));
+      if ('skip' in result) {
+        this.logger.warn({ msg: 'voided purchase not applied', appId, reason: result.skip });
+        await journal.record([{ key, line: n, outcome: 'skipped', detail: result.skip }]);
+        continue;
+      }
+      await this.publisher.publish(result.events);
+      await journal.record([{ key, line: n, outcome: 'imported' }]);
+      published++;
+    }
+    if (!this.abort.signal.aborted) await journal.saveCheckpoint(String(started));
+    if (published > 0) this.logger.log({ msg: 'voided purchases revoked', appId, published });
+    return published;
+  }
+}
