@@ -37,7 +37,7 @@ export class PublishCommand extends CommandRunner {
     refuseExtraArguments('publish', args, 1);
     const [file] = args;
     const fromStdin = file === '-';
-    const size = fromStdin ? undefined : statSync(file).size;
+    const size = fromStdin ? undefined : inputSize(file);
     const input = fromStdin ? process.stdin : createReadStream(file);
     // Events sent, their rate, and (for a file) the share read and an ETA; plain lines on a pipe.
     const progress = createProgress({ label: 'publish', unit: 'events' });
@@ -107,7 +107,8 @@ export class PublishCommand extends CommandRunner {
           refuse(lineNo, decoded.code, decoded.reason);
           continue;
         }
-        const key = decoded.event.data.receiptId;
+        // An erasure is keyed by no name: its own type (one partition for all erasures, which are rare).
+        const key = decoded.event.type === 'customer.erased' ? 'customer.erased' : decoded.event.data.receiptId;
         if (lineBytes + Buffer.byteLength(key) + FRAMING_BYTES > maxMessage) {
           tooLarge(lineNo, lineBytes);
           continue;
@@ -127,5 +128,13 @@ export class PublishCommand extends CommandRunner {
     const notSent = unsent.length > 0 ? `; not sent ${unsent.length} valid line(s): ${unsent.slice(0, 20).join(', ')}${unsent.length > 20 ? ', ...' : ''}` : '';
     process.stderr.write(`published ${sent} event(s) to ${target}; refused ${refused} line(s)${notSent}\n`);
     if (refused > 0 || unsent.length > 0) process.exitCode = 1;
+  }
+}
+
+function inputSize(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch (error) {
+    throw new Error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
   }
 }

@@ -109,4 +109,9 @@ describe('CLI conventions (e2e: the built CLI)', () => {
     expect(r.stderr).toMatch(/cannot write \/nonexistent\/dir\/x\.ndjson: no such directory/);
     oneCleanLine(r.stderr);
   });
+
+  it('publish of a file that is not there exits 1 with one line naming it', async () => {
+    const r = await runCli(['publish', '/nonexistent/events.ndjson'], env);
+    expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({ code: 1, stderr: 'error: cannot read /nonexistent/events.ndjson: no such file' });
+  });
 });
