@@ -10,7 +10,7 @@ export const VISIBLE_COLUMNS = {
     'expiration_date', 'renewal_intent', 'renewal_intent_change_date', 'cancelation_reason', 'is_pending', 'is_acknowledged',
     'is_consumed', 'is_billing_retry_period', 'is_trial_period', 'is_intro_period', 'is_expired',
     'grace_period_expiration_date', 'revocation_date', 'is_upgraded', 'price_consent_status', 'discount_id', 'quantity',
-    'amount_usd', 'amount_micros', 'currency',
+    'amount_usd', 'amount_micros', 'currency', 'offer_type', 'offer_discount_type', 'offer_period', 'ownership_type',
   ],
 } as const;
 export type FeedTable = keyof typeof VISIBLE_COLUMNS;

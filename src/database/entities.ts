@@ -85,6 +85,12 @@ export class TransactionEntity {
   @Column({ name: 'snapshot_cancelation_reason', type: 'text', nullable: true }) snapshotCancelationReason: string | null;
   @Column({ name: 'price_consent_status', type: 'text', nullable: true }) priceConsentStatus: string | null;
   @Column({ name: 'discount_id', type: 'text', nullable: true }) discountId: string | null;
+  /** The store's offer (docs/events/README.md): INTRODUCTORY, PROMOTIONAL, OFFER_CODE, WIN_BACK; its payment mode and duration. */
+  @Column({ name: 'offer_type', type: 'text', nullable: true }) offerType: string | null;
+  @Column({ name: 'offer_discount_type', type: 'text', nullable: true }) offerDiscountType: string | null;
+  @Column({ name: 'offer_period', type: 'text', nullable: true }) offerPeriod: string | null;
+  /** PURCHASED or FAMILY_SHARED (Apple Family Sharing); NULL when the store does not say. */
+  @Column({ name: 'ownership_type', type: 'text', nullable: true }) ownershipType: string | null;
   @Column({ type: 'integer', nullable: true }) quantity: number | null;
   @Column({ name: 'amount_usd', type: 'double precision', nullable: true }) amountUsd: number | null;
   @Column({ name: 'amount_micros', type: 'bigint', nullable: true }) amountMicros: string | null;

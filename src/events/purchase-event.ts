@@ -35,6 +35,10 @@ export type TransactionSnapshot = {
   isUpgraded?: boolean;
   priceConsentStatus?: string;
   discountId?: string;
+  offerType?: string;
+  offerDiscountType?: string;
+  offerPeriod?: string;
+  ownershipType?: string;
   quantity?: number;
   /** amountUSD or priceUSD, whichever the producer sent. */
   amountUSD?: number;

@@ -66,6 +66,8 @@ export const sql = (schema: string) => ({
       is_upgraded = x.is_upgraded, snapshot_is_upgraded = x.snapshot_is_upgraded,
       snapshot_cancelation_reason = x.snapshot_cancelation_reason,
       price_consent_status = x.price_consent_status, discount_id = x.discount_id,
+      offer_type = x.offer_type, offer_discount_type = x.offer_discount_type, offer_period = x.offer_period,
+      ownership_type = x.ownership_type,
       quantity = x.quantity, amount_usd = x.amount_usd, amount_micros = x.amount_micros,
       currency = x.currency, occurred_at = x.occurred_at, first_event_at = x.first_event_at,
       version_time = x.version_time, version_id = x.version_id

@@ -36,6 +36,10 @@ export type TransactionRow = {
   snapshot_cancelation_reason: string | null;
   price_consent_status: string | null;
   discount_id: string | null;
+  offer_type: string | null;
+  offer_discount_type: string | null;
+  offer_period: string | null;
+  ownership_type: string | null;
   quantity: number | null;
   amount_usd: number | null;
   amount_micros: number | null;
@@ -180,6 +184,10 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
     snapshot_cancelation_reason: cancelation_reason,
     price_consent_status: d.priceConsentStatus ?? null,
     discount_id: d.discountId ?? null,
+    offer_type: d.offerType ?? null,
+    offer_discount_type: d.offerDiscountType ?? null,
+    offer_period: d.offerPeriod ?? null,
+    ownership_type: d.ownershipType ?? null,
     quantity: d.quantity ?? null,
     amount_usd: d.amountUSD ?? null,
     amount_micros: d.amountMicros ?? null,

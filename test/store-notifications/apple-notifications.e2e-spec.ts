@@ -266,6 +266,31 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     expect((await customer(c)).customerInfo).toMatchObject({ activeSubscriber: false, lastPurchaseDate: '2026-06-04T00:00:00.000Z' });
   });
 
+  it('a win-back offer (offerType 4) and a family-shared subscription: shown per row, the family member is an active subscriber, a rebuild keeps both', async () => {
+    // Field values as Apple documents them (App Store Server API: offerType 4 "a win-back offer",
+    // offerPeriod an ISO 8601 duration, inAppOwnershipType FAMILY_SHARED "the transaction belongs to a
+    // family member who benefits from service"): the family member gets a transaction of their own.
+    const [buyer, member] = [randomUUID(), randomUUID()];
+    await send(
+      notification('SUBSCRIBED', 'RESUBSCRIBE', '2026-06-05T00:00:00Z', tx(buyer, 'wb1', { id: 'wb1', purchased: '2026-06-05T00:00:00Z', expires: '2026-09-05T00:00:00Z', offerType: 4, offerIdentifier: 'come_back_3m', offerDiscountType: 'PAY_UP_FRONT', offerPeriod: 'P3M', price: 4990 }), renewalInfo('wb1')),
+      notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-05T00:00:00Z', tx(member, 'fs1', { id: 'fs1', purchased: '2026-06-05T00:00:00Z', expires: '2026-07-05T00:00:00Z', inAppOwnershipType: 'FAMILY_SHARED' }), renewalInfo('fs1')),
+    );
+    const expected = {
+      'apple:wb1': { offerType: 'WIN_BACK', discountId: 'come_back_3m', offerDiscountType: 'PAY_UP_FRONT', offerPeriod: 'P3M', ownershipType: 'PURCHASED', amountMicros: 4990000 },
+      'apple:fs1': { ownershipType: 'FAMILY_SHARED' },
+    };
+    for (const [id, fields] of Object.entries(expected)) expect(await transaction(id)).toMatchObject(fields);
+    expect((await transaction('apple:fs1'))!.offerType).toBeUndefined();
+    expect((await customer(member)).customerInfo).toMatchObject({ activeSubscriber: true });
+    expect((await customer(buyer)).customerInfo).toMatchObject({ activeSubscriber: true });
+
+    const env = { DATABASE_URL: db.url, LOG_LEVEL: 'error' };
+    const verify = await runCli(['rebuild', '--verify'], env);
+    expect({ code: verify.code, out: verify.stdout }).toMatchObject({ code: 0, out: expect.stringMatching(/equal a fresh projection/) });
+    expect((await runCli(['rebuild'], env)).code).toBe(0);
+    for (const [id, fields] of Object.entries(expected)) expect(await transaction(id)).toMatchObject(fields);
+  });
+
   it('acknowledges TEST without publishing, and a redelivered notification changes nothing', async () => {
     const before = await logSize();
     const res = await post(notification('TEST', undefined, '2026-06-01T00:00:00Z'));

@@ -1,5 +1,43 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { CURRENT_XID, FEED_TABLES, KEY_COLUMN, dropStampTriggerSql, installStampTriggerSql, stampFunctionSql } from '../../change-feed/change-positions.sql.js';
+import { CURRENT_XID, FEED_TABLES, KEY_COLUMN, dropStampTriggerSql, installStampTriggerSql } from '../../change-feed/change-positions.sql.js';
+
+/**
+ * The shown columns as of this migration, frozen: the trigger function it installs must not name
+ * columns later migrations add (1765000000000 added offers and ownership and rewrote the function),
+ * or upgrading an old database would fail in the steps between, on the first row a trigger stamps.
+ */
+const SHOWN_THEN: Record<string, string[]> = {
+  customers: ['receipt_ids', 'transaction_count', 'last_purchase_date', 'expiration_date', 'last_renewal_date', 'renewal_intent'],
+  transactions: [
+    'receipt_id', 'purchase_id', 'product_id', 'platform', 'sandbox', 'purchase_date', 'last_renewal_date', 'renewal_date',
+    'expiration_date', 'renewal_intent', 'renewal_intent_change_date', 'cancelation_reason', 'is_pending', 'is_acknowledged',
+    'is_consumed', 'is_billing_retry_period', 'is_trial_period', 'is_intro_period', 'is_expired',
+    'grace_period_expiration_date', 'revocation_date', 'is_upgraded', 'price_consent_status', 'discount_id', 'quantity',
+    'amount_usd', 'amount_micros', 'currency',
+  ],
+};
+
+function stampFunctionSql(table: 'customers' | 'transactions'): string {
+  const key = KEY_COLUMN[table];
+  const row = (alias: string) => `(${SHOWN_THEN[table].map((c) => `${alias}.${c}`).join(', ')})`;
+  return `
+    CREATE OR REPLACE FUNCTION public.stamp_${table}_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_ARGV[0] = 'live' THEN
+        IF TG_OP = 'UPDATE' AND ${row('NEW')} IS NOT DISTINCT FROM ${row('OLD')} THEN
+          RETURN NEW;
+        END IF;
+        NEW.change_position := ${CURRENT_XID};
+      ELSIF TG_ARGV[0] = 'generation' THEN
+        NEW.change_position := (
+          SELECT l.change_position FROM read_model.${table} l
+          WHERE l.app_id = NEW.app_id AND l.${key} = NEW.${key} AND ${row('l')} IS NOT DISTINCT FROM ${row('NEW')});
+      ELSE
+        NEW.change_position := NULL;
+      END IF;
+      RETURN NEW;
+    END $$`;
+}
 
 /**
  * Change positions on customer and transaction rows for the change feed (`changedAfter`, webhooks).

@@ -1,3 +1,4 @@
+import { decodeEvent } from '../../events/decode-event.js';
 import { appleToEvents, type AppleNotification, type AppleRenewalInfo, type AppleTransaction } from './apple-to-events.js';
 
 // given / when / then over the App Store mapping. Payload shapes: ResponseBodyV2DecodedPayload,
@@ -65,7 +66,7 @@ describe('appleToEvents', () => {
 
   it('given DID_CHANGE_RENEWAL_PREF DOWNGRADE, then the current transaction again, unchanged until the renewal', () => {
     const [event] = appleToEvents('app', notification('DID_CHANGE_RENEWAL_PREF', 'DOWNGRADE'), yearly, renewal('pro_yearly', 'basic_monthly'));
-    expect(event.data).toMatchObject({ transactionId: 'apple:1000000001', productId: 'apple:pro_yearly', expirationDate: '2027-01-10T00:00:00.000Z', renewalIntent: 'Renew' });
+    expect(event.data).toMatchObject({ transactionId: 'apple:1000000001', productId: 'apple:pro_yearly', expirationDate: '2027-01-10T00:00:00.000000Z', renewalIntent: 'Renew' });
     expect(event.data.isUpgraded).toBeUndefined();
     expect(event.data.lastRenewalDate).toBeUndefined();
   });
@@ -78,4 +79,66 @@ describe('appleToEvents', () => {
   it('given a CONSUMPTION_REQUEST (a refund request: nothing changed yet), then nothing is published', () => {
     expect(appleToEvents('app', notification('CONSUMPTION_REQUEST'), yearly, undefined)).toEqual([]);
   });
+});
+
+// Offers and Family Sharing, as Apple documents the JWSTransactionDecodedPayload fields
+// (developer.apple.com/documentation/appstoreserverapi: offerType "4: a win-back offer",
+// offerDiscountType FREE_TRIAL / PAY_AS_YOU_GO / PAY_UP_FRONT / ONE_TIME, offerPeriod "an ISO 8601
+// duration", inAppOwnershipType FAMILY_SHARED / PURCHASED) and app-store-server-library-node 3.1.0's
+// OfferType, OfferDiscountType and InAppOwnershipType enums.
+describe('appleToEvents: offers and ownership', () => {
+  /** The transaction.updated as the consumer decodes it: the contract's schema applies. */
+  const decoded = (type: string, t: AppleTransaction, subtype?: string) => {
+    const [event] = appleToEvents('app', notification(type, subtype), t, renewal(t.productId!));
+    const d = decodeEvent(JSON.stringify(event), { receivedAt: ms('2026-06-01T00:00:03Z') });
+    if (!d.ok || d.event.type !== 'transaction.updated') throw new Error(d.ok ? 'not a transaction.updated' : d.reason);
+    return d.event.data;
+  };
+
+  it('given SUBSCRIBED RESUBSCRIBE with a win-back offer (offerType 4), then offerType WIN_BACK, its identifier, payment mode and period', () => {
+    const winBack = { ...monthly, transactionId: '1000000003', offerType: 4, offerIdentifier: 'come_back_3m', offerDiscountType: 'PAY_UP_FRONT', offerPeriod: 'P3M', inAppOwnershipType: 'PURCHASED', price: 4990 };
+    expect(decoded('SUBSCRIBED', winBack, 'RESUBSCRIBE')).toMatchObject({
+      offerType: 'WIN_BACK',
+      discountId: 'come_back_3m',
+      offerDiscountType: 'PAY_UP_FRONT',
+      offerPeriod: 'P3M',
+      ownershipType: 'PURCHASED',
+      isIntroPeriod: false,
+      isTrialPeriod: false,
+      amountMicros: 4990000,
+    });
+  });
+
+  it.each([
+    [1, 'FREE_TRIAL', 'INTRODUCTORY', { isTrialPeriod: true, isIntroPeriod: false }],
+    [1, 'PAY_AS_YOU_GO', 'INTRODUCTORY', { isTrialPeriod: false, isIntroPeriod: true }],
+    [2, 'PAY_AS_YOU_GO', 'PROMOTIONAL', { isTrialPeriod: false, isIntroPeriod: false }],
+    [3, 'ONE_TIME', 'OFFER_CODE', { isTrialPeriod: false, isIntroPeriod: false }],
+  ])('given offerType %i with %s, then offerType %s and the trial/intro flags as before', (offerType, offerDiscountType, named, flags) => {
+    expect(decoded('OFFER_REDEEMED', { ...yearly, offerType, offerDiscountType, offerPeriod: 'P1W' }, 'INITIAL_BUY')).toMatchObject({ offerType: named, offerDiscountType, offerPeriod: 'P1W', ...flags });
+  });
+
+  it('given a family member\'s transaction (inAppOwnershipType FAMILY_SHARED), then the row says FAMILY_SHARED and the access is mapped as any other', () => {
+    const shared = { ...yearly, transactionId: '2000000001', originalTransactionId: '2000000001', inAppOwnershipType: 'FAMILY_SHARED', price: undefined };
+    expect(decoded('SUBSCRIBED', shared, 'INITIAL_BUY')).toMatchObject({ ownershipType: 'FAMILY_SHARED', expirationDate: '2027-01-10T00:00:00.000000Z', renewalIntent: 'Renew' });
+  });
+
+  it('given no offer and no ownership (older payloads), then none of the new fields', () => {
+    const data = decoded('DID_RENEW', { ...yearly, transactionId: '1000000009' });
+    for (const field of ['offerType', 'offerDiscountType', 'offerPeriod', 'ownershipType']) expect(data).not.toHaveProperty(field);
+  });
+
+  it('given values Apple may add later or garbled ones, then the known shape passes, nothing the contract would refuse is sent', () => {
+    const odd = { ...yearly, offerType: 9, offerDiscountType: 'SOME_NEW_MODE', offerPeriod: 'forever and a day'.repeat(10), inAppOwnershipType: 'x'.repeat(300) };
+    const data = decoded('SUBSCRIBED', odd, 'INITIAL_BUY');
+    expect(data).toMatchObject({ offerDiscountType: 'SOME_NEW_MODE' });
+    for (const field of ['offerType', 'offerPeriod', 'ownershipType']) expect(data).not.toHaveProperty(field);
+  });
+
+  it.each([['EXTERNAL_PURCHASE_TOKEN', 'UNREPORTED'], ['RENEWAL_EXTENSION', 'SUMMARY'], ['TEST', undefined], ['METADATA_UPDATE', undefined], ['MIGRATION', undefined], ['RESCIND_CONSENT', undefined]])(
+    'given %s (%s), then nothing is published',
+    (type, subtype) => {
+      expect(appleToEvents('app', notification(type, subtype), yearly, undefined)).toEqual([]);
+    },
+  );
 });

@@ -27,6 +27,10 @@ export type AppleTransaction = {
   offerType?: number;
   offerIdentifier?: string;
   offerDiscountType?: string;
+  /** ISO 8601 duration of the offer (App Store Server API 1.15). */
+  offerPeriod?: string;
+  /** PURCHASED or FAMILY_SHARED. */
+  inAppOwnershipType?: string;
   environment?: string;
   price?: number;
   currency?: string;
@@ -52,6 +56,15 @@ export const APPLE_TYPES_WITHOUT_TRANSACTION = new Set(['TEST', 'CONSUMPTION_REQ
 /** Whose access ended early, by Apple's revocationReason (0: other, 1: an issue in the app). */
 const REVOCATION_REASON: Record<number, string> = { 0: 'Customer', 1: 'Developer' };
 const PRICE_CONSENT: Record<number, string> = { 0: 'Notified', 1: 'Accepted' };
+/** Apple's offerType (1 introductory, 2 promotional, 3 offer code, 4 win-back) by the contract's name. */
+export const APPLE_OFFER_TYPE: Record<number, string> = { 1: 'INTRODUCTORY', 2: 'PROMOTIONAL', 3: 'OFFER_CODE', 4: 'WIN_BACK' };
+/**
+ * Apple's enumerated strings (inAppOwnershipType, offerDiscountType) and offerPeriod are carried as
+ * Apple spells them when they look like one: a value Apple adds later passes, but nothing that the
+ * contract would refuse (422, and Apple would stop retrying a notification that carries it).
+ */
+const appleWord = (v: string | undefined) => (v !== undefined && /^[A-Z][A-Z0-9_]{0,63}$/.test(v) ? v : undefined);
+const isoDuration = (v: string | undefined) => (v !== undefined && /^P[0-9YMWDTHS.]{2,63}$/.test(v) ? v : undefined);
 
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
 const dropUndefined = <T extends Record<string, unknown>>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
@@ -101,6 +114,11 @@ export function appleToEvents(appId: string, n: AppleNotification, t: AppleTrans
     isUpgraded: upgraded ? true : undefined,
     priceConsentStatus: r?.priceIncreaseStatus !== undefined ? PRICE_CONSENT[r.priceIncreaseStatus] : undefined,
     discountId: t.offerIdentifier,
+    offerType: t.offerType !== undefined ? APPLE_OFFER_TYPE[t.offerType] : undefined,
+    offerDiscountType: appleWord(t.offerDiscountType),
+    offerPeriod: isoDuration(t.offerPeriod),
+    // Family Sharing: a family member's access is access (docs/api.md); the row says which it is.
+    ownershipType: appleWord(t.inAppOwnershipType),
     quantity: t.quantity,
     // Apple's price is in milliunits of the currency; the contract's amountMicros in millionths.
     amountMicros: t.price !== undefined ? t.price * 1000 : undefined,

@@ -27,6 +27,10 @@ export type TransactionRow = {
   isUpgraded: boolean | null;
   priceConsentStatus: string | null;
   discountId: string | null;
+  offerType: string | null;
+  offerDiscountType: string | null;
+  offerPeriod: string | null;
+  ownershipType: string | null;
   quantity: number | null;
   amountUSD: number | null;
   amountMicros: string | null;
@@ -45,7 +49,9 @@ export const TRANSACTION_COLUMNS = `transaction_id AS "transactionId", purchase_
   grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
   is_upgraded AS "isUpgraded",
   price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency`;
+  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
+  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
+  ownership_type AS "ownershipType"`;
 
 export type PageStartRow = { total: string | null; day: string | null; before: string | null };
 
