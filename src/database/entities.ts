@@ -201,6 +201,7 @@ export class WebhookEndpointEntity {
 @Check('webhook_deliveries_status_check', `status IN ('pending', 'delivered', 'failed')`)
 @Index('webhook_deliveries_due_idx', ['nextAttemptAt', 'id'], { where: `status = 'pending'` })
 @Index('webhook_deliveries_order_idx', ['endpointId', 'orderKey', 'id'], { where: `status = 'pending'` })
+@Index('webhook_deliveries_row_idx', ['endpointId', 'rowKey', 'id'], { where: `status = 'pending'` })
 @Index('webhook_deliveries_endpoint_idx', ['endpointId', 'id'])
 export class WebhookDeliveryEntity {
   @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
@@ -211,6 +212,8 @@ export class WebhookDeliveryEntity {
   @Column({ name: 'event_type', type: 'text' }) eventType: 'customer.updated' | 'transaction.updated';
   /** Deliveries with the same key (one customer) are sent one at a time, in id order. */
   @Column({ name: 'order_key', type: 'text' }) orderKey: string;
+  /** The row the delivery carries (transaction:<id>, customer:<username>): a row's deliveries are sent one at a time, in id order, too. */
+  @Column({ name: 'row_key', type: 'text', nullable: true }) rowKey: string | null;
   /** The exact body sent (and signed): text, so key order survives. */
   @Column({ type: 'text' }) payload: string;
   @Column({ type: 'text', default: 'pending' }) status: 'pending' | 'delivered' | 'failed';

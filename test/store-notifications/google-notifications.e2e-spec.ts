@@ -245,6 +245,41 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     expect((await customer(s)).customerInfo.activeSubscriber).toBe(false);
   });
 
+  it('every current subscription notification type is mapped from the fetched state, never a 5xx; a quantity-based partial refund revokes nothing', async () => {
+    // Types per Google's RTDN reference (developer.android.com/google/play/billing/rtdn-reference):
+    // 1-13, 17 SUBSCRIPTION_ITEMS_CHANGED, 18 SUBSCRIPTION_CANCELLATION_SCHEDULED, 19 SUBSCRIPTION_PRICE_CHANGE_UPDATED,
+    // 20 SUBSCRIPTION_PENDING_PURCHASE_CANCELED, 22 SUBSCRIPTION_PRICE_STEP_UP_CONSENT_UPDATED; 99 stands for a type added later.
+    const [u, purchase] = [randomUUID(), `tok-${randomUUID()}`];
+    const order = `GPA.${String(Date.now()).slice(-4)}-1717-0000-00000`;
+    google.setSubscription(PACKAGE, purchase, subscription(u, { order, expires: at(20 * DAY) }));
+    for (const type of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 17, 18, 19, 22, 99]) {
+      const res = await push(subNotification(type, purchase));
+      expect({ type, status: res.status, body: res.body }).toEqual({ type, status: 200, body: { status: 'published', events: 2 } });
+    }
+    await caughtUp();
+    expect((await customer(u)).customerInfo).toMatchObject({ activeSubscriber: true });
+
+    // 20: a pending purchase canceled before it was paid for grants nothing
+    const [p, pending] = [randomUUID(), `tok-${randomUUID()}`];
+    google.setSubscription(PACKAGE, pending, subscription(p, { order: `${order}9`, expires: at(20 * DAY), state: 'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED' }));
+    await published(subNotification(20, pending));
+    expect(await transaction(`google:${order}9`)).toMatchObject({ isPending: true, isExpired: true });
+    expect((await customer(p)).customerInfo.activeSubscriber).toBe(false);
+
+    // refundType 2 (QUANTITY_BASED_PARTIAL_REFUND): the rest of the order stays paid for
+    const [c, coins] = [randomUUID(), `tok-${randomUUID()}`];
+    const coinOrder = `GPA.${String(Date.now()).slice(-4)}-2222-0000-00001`;
+    google.setProduct(PACKAGE, 'coins_500', coins, { kind: 'androidpublisher#productPurchase', purchaseTimeMillis: String(Date.now() - DAY), purchaseState: 0, orderId: coinOrder, purchaseType: 0, obfuscatedExternalAccountId: c, quantity: 3 });
+    await published({ oneTimeProductNotification: { version: '1.0', notificationType: 1, purchaseToken: coins, sku: 'coins_500' } });
+    const before = await transaction(`google:${coinOrder}`);
+    const partial = await push({ voidedPurchaseNotification: { purchaseToken: coins, orderId: coinOrder, productType: 2, refundType: 2 } });
+    expect(partial).toMatchObject({ status: 200, body: { status: 'acknowledged', events: 0 } });
+    await caughtUp();
+    expect(await transaction(`google:${coinOrder}`)).toEqual(before);
+    await published({ voidedPurchaseNotification: { purchaseToken: coins, orderId: coinOrder, productType: 2, refundType: 1 } });
+    expect(await transaction(`google:${coinOrder}`)).toMatchObject({ revocationDate: expect.any(String), isExpired: true });
+  });
+
   it('acknowledges a test notification and a purchase Google does not know; a redelivered message changes nothing', async () => {
     const before = await logSize();
     expect(await push({ testNotification: { version: '1.0' } })).toMatchObject({ status: 200, body: { status: 'acknowledged' } });

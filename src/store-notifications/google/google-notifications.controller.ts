@@ -15,7 +15,7 @@ import { eventTimeOf, mapDates } from '../store-dates.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { classifyFetchError, GooglePlayApi, PubSubTokenVerifier } from './google-play.js';
 import { TRANSACTION_COLUMNS } from '../../transactions/list-transactions/list-transactions.sql.js';
-import { googleProductEvents, googleReplacedEvents, googleSubscriptionEvents, googleVoidedEvents, type DeveloperNotification } from './google-to-events.js';
+import { googleProductEvents, googleReplacedEvents, googleSubscriptionEvents, googleVoidedEvents, voidedRevokesOrder, type DeveloperNotification } from './google-to-events.js';
 
 type PushBody = { message?: { data?: string; messageId?: string; message_id?: string }; subscription?: string };
 
@@ -118,6 +118,8 @@ export class GoogleNotificationsController {
       const { purchaseToken, sku } = n.oneTimeProductNotification;
       const purchase = await this.fetch(kind, () => this.api!.product(app.packageName, sku, purchaseToken));
       if (purchase) events = mapDates(() => googleProductEvents(appId, id, purchaseToken, sku, purchase, new Date()));
+    } else if (n.voidedPurchaseNotification?.orderId && !voidedRevokesOrder(n.voidedPurchaseNotification)) {
+      this.logger.log({ msg: 'partial (quantity-based) refund: the rest of the order stays paid for, nothing revoked', appId, orderId: n.voidedPurchaseNotification.orderId });
     } else if (n.voidedPurchaseNotification?.orderId) {
       const [stored] = (await this.db.query(STORED_ORDER, [appId, `google:${n.voidedPurchaseNotification.orderId}`])) as Record<string, unknown>[];
       const voidedAt = eventTime ?? new Date();

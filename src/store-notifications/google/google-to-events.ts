@@ -127,6 +127,18 @@ export function googleProductEvents(appId: string, messageId: string, purchaseTo
   return events;
 }
 
+/** voidedPurchaseNotification.refundType (RTDN reference): 1 the whole purchase, 2 some of its quantity. */
+export const GOOGLE_REFUND_FULL = 1;
+export const GOOGLE_REFUND_QUANTITY_BASED_PARTIAL = 2;
+
+/**
+ * Whether a voided purchase ends the order's access. A quantity-based partial refund (refundType 2,
+ * one-time products bought in several units) leaves the rest of the order paid for: nothing is
+ * revoked and the notification is acknowledged. A missing refundType is read as a whole refund
+ * (notifications sent before Google added the field were always whole).
+ */
+export const voidedRevokesOrder = (v: NonNullable<DeveloperNotification['voidedPurchaseNotification']>) => v.refundType !== GOOGLE_REFUND_QUANTITY_BASED_PARTIAL;
+
 /**
  * A voided purchase (refund or chargeback): the stored transaction of that order, revoked at the
  * notification's time. Google's notification names only the order, so the rest of the row comes
