@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { CommanderExitCodes } from './exit-codes.js';
+import { CustomersCommand, CustomersEraseCommand } from './customers.command.js';
 import { GenerateCommand } from './generate.command.js';
 import { IMPORT_COMMANDS } from './import.command.js';
 import { OffsetsCommand, OffsetsResetCommand, OffsetsShowCommand } from './offsets.command.js';
@@ -14,6 +15,6 @@ import { WEBHOOK_SUBCOMMANDS, WebhooksCommand } from './webhooks.command.js';
 @Module({})
 export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [CommanderExitCodes, TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS, SampleNotificationCommand, ...IMPORT_COMMANDS] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [CommanderExitCodes, TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS, SampleNotificationCommand, ...IMPORT_COMMANDS, CustomersCommand, CustomersEraseCommand] };
   }
 }

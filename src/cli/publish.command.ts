@@ -107,7 +107,8 @@ export class PublishCommand extends CommandRunner {
           refuse(lineNo, decoded.code, decoded.reason);
           continue;
         }
-        const key = decoded.event.data.receiptId;
+        // An erasure is keyed by no name: its own type (one partition for all erasures, which are rare).
+        const key = decoded.event.type === 'customer.erased' ? 'customer.erased' : decoded.event.data.receiptId;
         if (lineBytes + Buffer.byteLength(key) + FRAMING_BYTES > maxMessage) {
           tooLarge(lineNo, lineBytes);
           continue;

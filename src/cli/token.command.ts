@@ -2,7 +2,7 @@ import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { Inject } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { mintToken, parseTtl } from '../auth/mint-token.js';
-import { SCOPES } from '../auth/scopes.js';
+import { READ_SCOPES, SCOPES } from '../auth/scopes.js';
 import { applicationIdProblem } from '../common/application-id.js';
 import { resolveVerificationKeys } from '../auth/signing-keys.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -26,7 +26,7 @@ export class TokenCommand extends CommandRunner {
     if (!keys.secret) {
       throw new Error('token needs JWT_SECRET: with only JWT_JWKS_URI configured, tokens come from your identity provider');
     }
-    const scopes = options.scope?.length ? options.scope : [...SCOPES];
+    const scopes = options.scope?.length ? options.scope : [...READ_SCOPES];
     process.stdout.write(
       mintToken({ secret: keys.secret, appId: options.app, scopes, ttlSeconds: options.ttl ?? DEFAULT_TTL_SECONDS, subject: options.sub, issuer: this.config.jwt.issuer, audience: this.config.jwt.audience }) + '\n',
     );
@@ -39,7 +39,7 @@ export class TokenCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ flags: '--scope <scopes...>', description: `Scopes (default: ${SCOPES.join(' ')})` })
+  @Option({ flags: '--scope <scopes...>', description: `Scopes (default: ${READ_SCOPES.join(' ')}; customers:erase only when named)` })
   parseScope(value: string, previous: string[] = []): string[] {
     const scopes = value.split(/[\s,]+/).filter(Boolean);
     for (const s of scopes) if (!(SCOPES as readonly string[]).includes(s)) throw new UsageError(`unknown scope "${s}"; known: ${SCOPES.join(', ')}`);

@@ -43,7 +43,8 @@ export class CustomerDayCountEntity {
 export class ReceiptEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
   @PrimaryColumn({ name: 'receipt_id', type: 'text' }) receiptId: string;
-  @Column({ name: 'application_username', type: 'text' }) applicationUsername: string;
+  /** null: the winning link named a customer since erased (docs/privacy.md). */
+  @Column({ name: 'application_username', type: 'text', nullable: true }) applicationUsername: string | null;
   /** From a receipt.linked (true) or from a transaction's applicationUsername (false). */
   @Column({ type: 'boolean', default: true }) explicit: boolean;
   @Column({ name: 'version_time', type: 'timestamptz' }) versionTime: Date;

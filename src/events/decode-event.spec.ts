@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { decodeEvent, RejectCode } from './decode-event.js';
-import { receiptLinkedSchema, transactionUpdatedSchema } from './event-schemas.js';
+import { receiptLinkedSchema, customerErasedSchema, transactionUpdatedSchema } from './event-schemas.js';
 
 const tx = (data: Record<string, unknown> = {}, envelope: Record<string, unknown> = {}) =>
   JSON.stringify({
@@ -98,6 +98,7 @@ describe('published JSON Schemas (docs/events)', () => {
   it.each([
     ['transaction.updated', transactionUpdatedSchema],
     ['receipt.linked', receiptLinkedSchema],
+    ['customer.erased', customerErasedSchema],
   ])('docs/events/%s.v1.schema.json is the schema the consumer enforces', (type, schema) => {
     const published = JSON.parse(readFileSync(new URL(`../../docs/events/${type}.v1.schema.json`, import.meta.url), 'utf8'));
     expect(published).toEqual(JSON.parse(JSON.stringify(schema)));
@@ -119,5 +120,16 @@ describe('normalizeTime', () => {
   it.each(['2024-13-01T00:00:00.000Z', '2024-03-01T24:00:00Z', '2024-03-01 00:00:00Z', '2024-03-01T00:00:00'])('refuses %s', async (input) => {
     const { normalizeTime } = await import('./event-time.js');
     expect(normalizeTime(input)).toBeUndefined();
+  });
+});
+
+describe('customer.erased', () => {
+  const erased = (data: object) => JSON.stringify({ specversion: '1.0', id: 'e1', source: 's', type: 'customer.erased', time: '2026-03-01T00:00:00Z', appid: 'a', data });
+  it('takes a keyed hash or a username, not both and not neither', () => {
+    expect(decodeEvent(erased({ usernameHash: 'a'.repeat(64) }))).toMatchObject({ ok: true, event: { type: 'customer.erased', data: { usernameHash: 'a'.repeat(64) } } });
+    expect(decodeEvent(erased({ applicationUsername: 'alice' }))).toMatchObject({ ok: true, event: { data: { applicationUsername: 'alice' } } });
+    expect(decodeEvent(erased({}))).toMatchObject({ ok: false, code: 'schema_violation' });
+    expect(decodeEvent(erased({ usernameHash: 'a'.repeat(64), applicationUsername: 'alice' }))).toMatchObject({ ok: false, code: 'schema_violation' });
+    expect(decodeEvent(erased({ usernameHash: 'not-hex' }))).toMatchObject({ ok: false, code: 'schema_violation' });
   });
 });

@@ -134,6 +134,13 @@ function normalise(raw: RawEvent): Decoded {
     const data = raw.data as { receiptId: string; applicationUsername: string };
     return { ok: true, event: { ...base, type: 'receipt.linked', data: { receiptId: data.receiptId, applicationUsername: data.applicationUsername } } };
   }
+  if (raw.type === 'customer.erased') {
+    const data = raw.data as { usernameHash?: string; applicationUsername?: string };
+    return {
+      ok: true,
+      event: { ...base, type: 'customer.erased', data: data.usernameHash !== undefined ? { usernameHash: data.usernameHash } : { applicationUsername: data.applicationUsername } },
+    };
+  }
 
   const { priceUSD, priceMicros, ...rest } = raw.data as TransactionSnapshot & { priceUSD?: number; priceMicros?: number };
   for (const field of ['transactionId', 'productId', 'receiptId'] as const) {

@@ -81,7 +81,19 @@ export const receiptLinkedSchema = envelope('receipt.linked', {
   },
 });
 
+export const customerErasedSchema = envelope('customer.erased', {
+  type: 'object',
+  description: 'Forget a customer: every event naming them dated at or before `time` names no one (docs/privacy.md). Give exactly one of usernameHash (what the service writes) or applicationUsername.',
+  minProperties: 1,
+  maxProperties: 1,
+  properties: {
+    usernameHash: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'HMAC-SHA256 of appid, a NUL byte and the username under the key in public.erasure_key, lower-case hex' },
+    applicationUsername: { type: 'string', minLength: 1, maxLength: 512 },
+  },
+});
+
 export const EVENT_SCHEMAS = {
   'transaction.updated': transactionUpdatedSchema,
   'receipt.linked': receiptLinkedSchema,
+  'customer.erased': customerErasedSchema,
 } as const;

@@ -1,5 +1,5 @@
 /** A validated, normalised purchase event: what the projection consumes. */
-export type PurchaseEvent = TransactionUpdated | ReceiptLinked;
+export type PurchaseEvent = TransactionUpdated | ReceiptLinked | CustomerErased;
 
 type EventBase = {
   id: string;
@@ -49,3 +49,9 @@ export type TransactionSnapshot = {
 
 export type TransactionUpdated = EventBase & { type: 'transaction.updated'; data: TransactionSnapshot };
 export type ReceiptLinked = EventBase & { type: 'receipt.linked'; data: { receiptId: string; applicationUsername: string } };
+/**
+ * The customer is forgotten (docs/privacy.md): every event naming them dated at or before `time`
+ * names no one. `usernameHash` is the keyed hash (erasureHash) of the username; the service writes
+ * only that, a producer may send `applicationUsername` instead (the consumer hashes it).
+ */
+export type CustomerErased = EventBase & { type: 'customer.erased'; data: { usernameHash?: string; applicationUsername?: string } };

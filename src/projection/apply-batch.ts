@@ -10,6 +10,7 @@ import { dayCountDeltas, utcDay } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
 import { applyReplacements } from './replacements.js';
+import { applyErasures, erasuresFor } from './erasures.js';
 
 export type LogMessage = {
   offset: string;
@@ -145,7 +146,12 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
       applied = unique.filter((e) => isNew.has(`${e.appId}\u0000${e.id}`));
     }
 
-    if (!options.stage) await writeChanges(m, schema, projectEvents(applied));
+    if (!options.stage) {
+      // Erasures (docs/privacy.md): events naming an erased customer at or before the erasure name no one.
+      const erased = await erasuresFor(m, schema, applied);
+      await writeChanges(m, schema, projectEvents(applied, erased.isErased));
+      await applyErasures(m, schema, erased.erasures, schema === LIVE_SCHEMA);
+    }
     if (deadLetters.length > 0) {
       await m.query(q.insertDeadLetters, [
         batch.topic,
@@ -266,7 +272,8 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const affected = new Map<string, { app_id: string; name: string }>();
   // The touched receipts each affected customer owns, or owned before this batch.
   const ownedTouched = new Map<string, string[]>();
-  const affect = (app_id: string, name: string, receiptId: string) => {
+  const affect = (app_id: string, name: string | null, receiptId: string) => {
+    if (name === null) return; // a receipt without owner (its customer was erased)
     const k = key2(app_id, name);
     affected.set(k, { app_id, name });
     listIn(ownedTouched, k).push(key2(app_id, receiptId));

@@ -54,7 +54,8 @@ export type TransactionRow = {
 export type ReceiptRow = {
   app_id: string;
   receipt_id: string;
-  application_username: string;
+  /** null: the winning link named a customer erased after it (docs/privacy.md): the receipt has no owner. */
+  application_username: string | null;
   /** true: from a receipt.linked event; false: from a transaction's applicationUsername. */
   explicit: boolean;
   version_time: string;
@@ -62,7 +63,17 @@ export type ReceiptRow = {
 };
 export type CustomerRow = { app_id: string; application_username: string; first_seen_at: string };
 
-export type RowChanges = { transactions: TransactionRow[]; receipts: ReceiptRow[]; customers: CustomerRow[] };
+/** A customer.erased event: the username (or its keyed hash) forgotten for events dated at or before erased_at. */
+export type ErasureRow = { app_id: string; username_hash?: string; application_username?: string; erased_at: string; event_id: string };
+
+export type RowChanges = { transactions: TransactionRow[]; receipts: ReceiptRow[]; customers: CustomerRow[]; erasures: ErasureRow[] };
+
+/**
+ * Whether an event of `appId` dated `time` naming `username` names no one: the customer was erased
+ * at or after `time` (docs/privacy.md). The writer answers it from the erasures stored and in the batch.
+ */
+export type IsErased = (appId: string, username: string, time: string) => boolean;
+const nothingErased: IsErased = () => false;
 
 type Versioned = { version_time: string; version_id: string };
 
@@ -108,10 +119,11 @@ export function linkWins(candidate: Link, stored: Link): boolean {
  * the batch the same rules the writer applies against stored rows (mergeTransaction, linkWins, the
  * earliest first_seen_at per customer), so any split of the events into batches gives one result.
  */
-export function projectEvents(events: readonly PurchaseEvent[]): RowChanges {
+export function projectEvents(events: readonly PurchaseEvent[], isErased: IsErased = nothingErased): RowChanges {
   const transactions = new Map<string, TransactionRow>();
   const receipts = new Map<string, ReceiptRow>();
   const customers = new Map<string, CustomerRow>();
+  const erasures: ErasureRow[] = [];
 
   const seeCustomer = (appId: string, username: string, time: string) => {
     const key = `${appId}\u0000${username}`;
@@ -120,10 +132,12 @@ export function projectEvents(events: readonly PurchaseEvent[]): RowChanges {
   };
   const link = (appId: string, receiptId: string, username: string, explicit: boolean, version: Versioned) => {
     const key = `${appId}\u0000${receiptId}`;
-    const row: ReceiptRow = { app_id: appId, receipt_id: receiptId, application_username: username, explicit, ...version };
+    // A link from before the customer's erasure still competes (its version), but names no one.
+    const erased = isErased(appId, username, version.version_time);
+    const row: ReceiptRow = { app_id: appId, receipt_id: receiptId, application_username: erased ? null : username, explicit, ...version };
     const known = receipts.get(key);
     if (!known || linkWins(row, known)) receipts.set(key, row);
-    seeCustomer(appId, username, version.version_time);
+    if (!erased) seeCustomer(appId, username, version.version_time);
   };
 
   for (const event of events) {
@@ -140,11 +154,14 @@ export function projectEvents(events: readonly PurchaseEvent[]): RowChanges {
       case 'receipt.linked':
         link(event.appId, event.data.receiptId, event.data.applicationUsername, true, version);
         break;
+      case 'customer.erased':
+        erasures.push({ app_id: event.appId, ...event.data.usernameHash !== undefined ? { username_hash: event.data.usernameHash } : { application_username: event.data.applicationUsername }, erased_at: event.time, event_id: event.id });
+        break;
       default:
         assertNever(event);
     }
   }
-  return { transactions: [...transactions.values()], receipts: [...receipts.values()], customers: [...customers.values()] };
+  return { transactions: [...transactions.values()], receipts: [...receipts.values()], customers: [...customers.values()], erasures };
 }
 
 /** One snapshot as a row image; on its own it is its transaction's first event. */

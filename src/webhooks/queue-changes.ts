@@ -63,7 +63,7 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
     items.push({
       position: BigInt(transactions.positions[i].position),
       type: 'transaction.updated',
-      orderKey: owner === undefined ? `receipt:${row.receiptId}` : `customer:${owner}`,
+      orderKey: owner == null ? `receipt:${row.receiptId}` : `customer:${owner}`, // null: the owner was erased
       data: toView(row),
     });
   });

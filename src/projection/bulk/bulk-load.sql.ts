@@ -79,16 +79,37 @@ export const bulkSql = (schema: string) => ({
   foldReceipts: `
     INSERT INTO ${schema}.receipts (app_id, receipt_id, application_username, explicit, version_time, version_id)
     SELECT DISTINCT ON (app_id, receipt_id) app_id, receipt_id, application_username, kind = 'l', version_time, version_id
-    FROM ${schema}.${STAGED_TABLE} WHERE application_username IS NOT NULL
+    FROM ${schema}.${STAGED_TABLE} WHERE application_username IS NOT NULL AND kind IN ('t', 'l')
     ORDER BY app_id, receipt_id, kind = 'l' DESC,
       CASE WHEN kind = 'l' THEN version_time END DESC, CASE WHEN kind = 'l' THEN version_id END COLLATE "C" DESC,
       version_time, version_id COLLATE "C"`,
 
-  /** A customer is first seen at the earliest event naming them, whether or not its link won. */
+  /**
+   * A customer is first seen at the earliest event naming them, whether or not its link won; once
+   * erased, at the earliest event naming them dated after the erasure (docs/privacy.md). The hash is
+   * computed only when the log holds an erasure (foldErasures ran first).
+   */
   foldCustomers: `
     INSERT INTO ${schema}.customers (app_id, application_username, first_seen_at)
-    SELECT app_id, application_username, min(version_time) FROM ${schema}.${STAGED_TABLE}
-    WHERE application_username IS NOT NULL GROUP BY 1, 2`,
+    SELECT s.app_id, s.application_username, min(s.version_time) FROM ${schema}.${STAGED_TABLE} s
+    WHERE s.application_username IS NOT NULL AND s.kind IN ('t', 'l')
+      AND (NOT EXISTS (SELECT 1 FROM ${schema}.erasures) OR NOT EXISTS (
+        SELECT 1 FROM ${schema}.erasures e
+        WHERE e.app_id = s.app_id AND e.username_hash = public.erasure_hash(s.app_id, s.application_username) AND s.version_time <= e.erased_at))
+    GROUP BY 1, 2`,
+
+  /** Each erased username's latest erasure (the live path keeps the same: applyErasures). */
+  foldErasures: `
+    INSERT INTO ${schema}.erasures (app_id, username_hash, erased_at)
+    SELECT app_id, CASE WHEN kind = 'e' THEN application_username ELSE public.erasure_hash(app_id, application_username) END, max(version_time)
+    FROM ${schema}.${STAGED_TABLE} WHERE kind IN ('e', 'n') GROUP BY 1, 2`,
+
+  /** A receipt whose winning link was dated at or before its customer's erasure has no owner. */
+  eraseReceiptOwners: `
+    UPDATE ${schema}.receipts r SET application_username = NULL
+    FROM ${schema}.erasures e
+    WHERE r.application_username IS NOT NULL AND e.app_id = r.app_id
+      AND e.username_hash = public.erasure_hash(r.app_id, r.application_username) AND r.version_time <= e.erased_at`,
 
   foldDayCounts: `
     INSERT INTO ${schema}.transaction_day_counts (app_id, day, n)

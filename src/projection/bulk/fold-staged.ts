@@ -35,7 +35,10 @@ export async function foldStaged(m: Query, schema: string, mode: Exclude<StampMo
   onStep('transactions');
   await m.query(q.foldTransactions(mode === 'generation'));
   onStep('receipts and customers');
+  await m.query(q.foldErasures);
   await m.query(q.foldReceipts);
+  const [{ any }] = (await m.query(`SELECT EXISTS (SELECT 1 FROM ${schema}.erasures) AS any`)) as { any: boolean }[];
+  if (any) await m.query(q.eraseReceiptOwners);
   await m.query(q.foldCustomers);
   await m.query(q.foldDayCounts);
   await m.query(q.dropStaged);

@@ -11,8 +11,10 @@ import { STAGED_COLUMNS, bulkSql } from './bulk-load.sql.js';
 export type StagedEvent = { event: PurchaseEvent; offset: string };
 
 type StagedRow = Partial<Omit<TransactionRow, 'app_id' | 'receipt_id' | 'version_time' | 'version_id'>> &
-  Pick<TransactionRow, 'app_id' | 'receipt_id' | 'version_time' | 'version_id'> & {
-    kind: 't' | 'l';
+  Pick<TransactionRow, 'app_id' | 'version_time' | 'version_id'> & {
+    receipt_id: string | null;
+    /** t: transaction.updated, l: receipt.linked, e: customer.erased by hash (in application_username), n: by name. */
+    kind: 't' | 'l' | 'e' | 'n';
     application_username: string | null;
     log_partition: number;
     log_offset: string;
@@ -57,6 +59,19 @@ export async function stageEvents(m: Pick<EntityManager, 'queryRunner'>, schema:
       case 'receipt.linked':
         row = { app_id: event.appId, receipt_id: event.data.receiptId, application_username: event.data.applicationUsername, kind: 'l', ...version, log_partition: partition, log_offset: offset };
         break;
+      case 'customer.erased': {
+        const byHash = event.data.usernameHash !== undefined;
+        row = {
+          app_id: event.appId,
+          receipt_id: null,
+          application_username: byHash ? event.data.usernameHash! : event.data.applicationUsername!,
+          kind: byHash ? 'e' : 'n',
+          ...version,
+          log_partition: partition,
+          log_offset: offset,
+        };
+        break;
+      }
       default:
         return assertNever(event);
     }

@@ -1,0 +1,32 @@
+import { createHmac } from 'node:crypto';
+
+type Query = { query: (sql: string, params?: unknown[]) => Promise<unknown> };
+
+/** What a redacted event names instead of the username: no one, matched to its erasure by the hash. */
+export const REDACTED_PREFIX = 'erased:';
+const REDACTED = /^erased:([0-9a-f]{64})$/;
+
+/**
+ * The keyed hash that stands for a username once it is erased (docs/privacy.md): HMAC-SHA256 of the
+ * application id, a NUL byte and the username, under the 64-byte key of public.erasure_key, in
+ * lower-case hex. A redacted username (`erased:<hash>`) stands for its own hash. The SQL function
+ * public.erasure_hash computes the same (a unit test and erasure.int-spec check they agree).
+ */
+export function erasureHash(key: Buffer, appId: string, username: string): string {
+  const redacted = REDACTED.exec(username);
+  if (redacted) return redacted[1];
+  return createHmac('sha256', key).update(appId, 'utf8').update(Buffer.from([0])).update(username, 'utf8').digest('hex');
+}
+
+const keys = new WeakMap<object, Promise<Buffer>>();
+
+/** The key, read once per connection pool (it never changes: made once by the migration). */
+export function erasureKey(db: object & Query): Promise<Buffer> {
+  let key = keys.get(db);
+  if (key === undefined) {
+    key = db.query('SELECT key FROM public.erasure_key').then((rows) => (rows as { key: Buffer }[])[0].key);
+    key.catch(() => keys.delete(db));
+    keys.set(db, key);
+  }
+  return key;
+}
