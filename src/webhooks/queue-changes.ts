@@ -9,7 +9,12 @@ import { webhooksSql } from './webhooks.sql.js';
 
 export type WebhookEventType = 'customer.updated' | 'transaction.updated';
 
-type Queued = { position: bigint; type: WebhookEventType; orderKey: string; data: unknown };
+/**
+ * orderKey: the customer whose changes go one at a time (a transaction's: its receipt's owner now).
+ * rowKey: the row carried; a row's deliveries go one at a time too, whichever customer they were
+ * queued under (a later kind of delivery, such as a deletion, names the row it concerns).
+ */
+type Queued = { position: bigint; type: WebhookEventType; orderKey: string; rowKey: string; data: unknown };
 
 /**
  * Turns what changed since each endpoint's cursors into deliveries, exactly the rows the change feed
@@ -49,7 +54,7 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
   const items: Queued[] = [];
   const summaries = toSummaries(customers.rows.slice(0, takeCustomers), at);
   summaries.forEach((summary, i) =>
-    items.push({ position: BigInt(customers.positions[i].position), type: 'customer.updated', orderKey: `customer:${summary.applicationUsername}`, data: summary }),
+    items.push({ position: BigInt(customers.positions[i].position), type: 'customer.updated', orderKey: `customer:${summary.applicationUsername}`, rowKey: `customer:${summary.applicationUsername}`, data: summary }),
   );
   const txRows = transactions.rows.slice(0, takeTransactions);
   const owners = new Map(
@@ -64,6 +69,7 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
       position: BigInt(transactions.positions[i].position),
       type: 'transaction.updated',
       orderKey: owner == null ? `receipt:${row.receiptId}` : `customer:${owner}`, // null: the owner was erased
+      rowKey: `transaction:${row.transactionId}`,
       data: toView(row),
     });
   });
@@ -75,6 +81,7 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
     id,
     items.map((i) => i.type),
     items.map((i) => i.orderKey),
+    items.map((i) => i.rowKey),
     items.map((i) => JSON.stringify({ type: i.type, timestamp, data: i.data })),
   ]);
   const cursorAfter = (page: ChangePage<unknown>, taken: number, previous: string): string =>

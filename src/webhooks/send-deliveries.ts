@@ -46,6 +46,11 @@ export class WebhookSender {
     return claimed.length;
   }
 
+  /** Resolves once the attempts under way have ended (each ends within the attempt timeout). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
   /** Waits for the attempts under way (each ends within the attempt timeout), then closes the connections. */
   async close(): Promise<void> {
     await Promise.allSettled([...this.inFlight]);

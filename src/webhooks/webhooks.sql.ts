@@ -20,14 +20,17 @@ export const webhooksSql = {
     WHERE app_id = $1 AND receipt_id = ANY($2::text[])`,
 
   queue: `
-    INSERT INTO public.webhook_deliveries (endpoint_id, event_type, order_key, payload)
-    SELECT $1::bigint, t, k, p FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS d(t, k, p, n) ORDER BY n`,
+    INSERT INTO public.webhook_deliveries (endpoint_id, event_type, order_key, row_key, payload)
+    SELECT $1::bigint, t, k, r, p FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS d(t, k, r, p, n) ORDER BY n`,
 
   advance: `UPDATE public.webhook_endpoints SET customers_cursor = $2, transactions_cursor = $3 WHERE id = $1::bigint`,
 
   /**
-   * Due deliveries, claimed with a lease. Only the oldest pending delivery of a customer (order key)
-   * is due, so a customer's changes arrive in order; SKIP LOCKED lets instances share the work.
+   * Due deliveries, claimed with a lease. A delivery is due only while it is the oldest pending one
+   * of its order key (a customer, or a receipt without one) and of its row key (the row it carries):
+   * a customer's changes arrive in order, and so do a row's, even when the row moved to another
+   * customer between two of them. The endpoint's oldest pending delivery is always due, so nothing
+   * waits forever. SKIP LOCKED lets instances share the work.
    */
   claim: `
     WITH due AS (
@@ -37,6 +40,9 @@ export const webhooksSql = {
         AND NOT EXISTS (
           SELECT 1 FROM public.webhook_deliveries p
           WHERE p.endpoint_id = d.endpoint_id AND p.order_key = d.order_key AND p.status = 'pending' AND p.id < d.id)
+        AND NOT EXISTS (
+          SELECT 1 FROM public.webhook_deliveries p
+          WHERE p.endpoint_id = d.endpoint_id AND p.row_key = d.row_key AND p.status = 'pending' AND p.id < d.id)
       ORDER BY d.next_attempt_at, d.id
       LIMIT $1
       FOR UPDATE OF d SKIP LOCKED

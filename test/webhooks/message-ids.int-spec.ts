@@ -12,7 +12,7 @@ async function queueAndClaim(db: TestDatabase, count: number): Promise<{ id: str
   );
   const types = Array.from({ length: count }, () => 'transaction.updated');
   const keys = Array.from({ length: count }, (_, i) => `customer:user-${i}`);
-  await db.dataSource.query(webhooksSql.queue, [id, types, keys, keys.map(() => '{}')]);
+  await db.dataSource.query(webhooksSql.queue, [id, types, keys, keys, keys.map(() => '{}')]);
   return claim(db, count);
 }
 
