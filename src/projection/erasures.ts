@@ -27,7 +27,7 @@ export async function erasuresFor(m: Manager, schema: string, events: readonly P
   const named = new Map<string, { app_id: string; name: string }>();
   const erasures: BatchErasure[] = [];
   let key: Buffer | undefined;
-  const hash = async (app: string, name: string) => erasureHash((key ??= await erasureKey(m.connection)), app, name);
+  const hash = async (app: string, name: string) => erasureHash((key ??= await erasureKey(m.connection, m)), app, name);
   for (const e of events) {
     if (e.type === 'customer.erased') {
       erasures.push({ app_id: e.appId, username_hash: e.data.usernameHash ?? (await hash(e.appId, e.data.applicationUsername!)), erased_at: e.time });

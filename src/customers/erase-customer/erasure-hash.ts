@@ -20,11 +20,14 @@ export function erasureHash(key: Buffer, appId: string, username: string): strin
 
 const keys = new WeakMap<object, Promise<Buffer>>();
 
-/** The key, read once per connection pool (it never changes: made once by the migration). */
-export function erasureKey(db: object & Query): Promise<Buffer> {
+/**
+ * The key, read once per connection pool (it never changes: made once by the migration). `via` runs
+ * the read: inside a transaction, pass its manager, so the read needs no second pooled connection.
+ */
+export function erasureKey(db: object & Query, via: Query = db): Promise<Buffer> {
   let key = keys.get(db);
   if (key === undefined) {
-    key = db.query('SELECT key FROM public.erasure_key').then((rows) => (rows as { key: Buffer }[])[0].key);
+    key = via.query('SELECT key FROM public.erasure_key').then((rows) => (rows as { key: Buffer }[])[0].key);
     key.catch(() => keys.delete(db));
     keys.set(db, key);
   }
