@@ -15,6 +15,48 @@ type Attempt = { ok: true; status: number } | { ok: false; status: number | null
 const EXCERPT_BYTES = 256;
 /** A claimed delivery is someone else's to retry once its attempt can no longer be running. */
 const LEASE_MARGIN_MS = 5_000;
+/** A failing endpoint is logged on its first failure, then at most once per this interval, with a count. */
+export const FAILURE_LOG_INTERVAL_MS = 60_000;
+
+/** Where delivery failures are reported (pino's and Nest's loggers both fit). */
+export type DeliveryLog = { warn(o: Record<string, unknown>): void; info(o: Record<string, unknown>): void };
+
+/**
+ * Failures at warn, per endpoint: the first one at once, then one line a minute at most saying how
+ * many failed since; one info line when the endpoint takes a delivery again. Endpoint and delivery
+ * ids, status and the stored error only: never the secret, never the payload.
+ */
+class FailureLog {
+  private readonly endpoints = new Map<string, { loggedAt: number; unlogged: number }>();
+
+  constructor(private readonly log: DeliveryLog, private readonly now: () => number) {}
+
+  failed(d: { endpoint_id: string; id: string; attempts: number }, status: number | null, error: string, outcome: string, disabled: boolean): void {
+    const seen = this.endpoints.get(d.endpoint_id);
+    const now = this.now();
+    if (seen && now - seen.loggedAt < FAILURE_LOG_INTERVAL_MS && outcome === 'retry' && !disabled) {
+      seen.unlogged++;
+      return;
+    }
+    this.log.warn({
+      msg: disabled ? 'webhook endpoint disabled: failing for longer than WEBHOOK_MAX_AGE' : outcome === 'failed' ? 'webhook delivery given up (older than WEBHOOK_MAX_AGE)' : 'webhook delivery failed; will retry',
+      endpointId: d.endpoint_id,
+      deliveryId: d.id,
+      attempt: d.attempts,
+      status,
+      error,
+      ...(seen ? { failedSinceLastLine: seen.unlogged } : {}),
+    });
+    this.endpoints.set(d.endpoint_id, { loggedAt: now, unlogged: 0 });
+  }
+
+  delivered(endpointId: string): void {
+    const seen = this.endpoints.get(endpointId);
+    if (!seen) return;
+    this.endpoints.delete(endpointId);
+    this.log.info({ msg: 'webhook endpoint delivering again', endpointId, failedSinceLastLine: seen.unlogged });
+  }
+}
 
 /**
  * Claims due deliveries and sends them, at most `maxInFlight` at a time per instance. State lives
@@ -25,13 +67,17 @@ export class WebhookSender {
   private readonly inFlight = new Set<Promise<void>>();
   /** Every connection resolves its host through webhookLookup: no internal address, even after DNS changes. */
   private readonly agent: Agent;
+  private readonly failures?: FailureLog;
 
   constructor(
     private readonly db: DataSource,
     private readonly settings: WebhookSettings,
     private readonly metrics?: Metrics,
+    log?: DeliveryLog,
+    now: () => number = Date.now,
   ) {
     this.agent = new Agent({ connect: { lookup: webhookLookup(settings.allowHosts) } });
+    if (log) this.failures = new FailureLog(log, now);
   }
 
   /** Claims what it has room for and starts sending; returns how many it claimed. */
@@ -68,6 +114,7 @@ export class WebhookSender {
       if (attempt.ok) {
         await preparedQuery(this.db, 'webhook-delivered', webhooksSql.delivered, [d.id, attempt.status]);
         outcomeFor('delivered');
+        this.failures?.delivered(d.endpoint_id);
         return;
       }
       const [result] = await preparedQuery<{ status: string; disabled: boolean }>(this.db, 'webhook-failed', webhooksSql.failed, [
@@ -77,7 +124,9 @@ export class WebhookSender {
         retryDelayMs(d.attempts, this.settings.retryBaseMs),
         this.settings.maxAgeMs,
       ]);
-      outcomeFor(result?.status === 'failed' ? 'failed' : 'retry');
+      const outcome = result?.status === 'failed' ? 'failed' : 'retry';
+      outcomeFor(outcome);
+      this.failures?.failed(d, attempt.status, attempt.error, outcome, result?.disabled === true);
     } catch {
       // PostgreSQL away: the lease expires and the delivery is attempted again.
     }

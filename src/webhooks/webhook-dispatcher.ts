@@ -38,7 +38,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     @Inject(METRICS) metrics: Metrics,
     private readonly clock: Clock,
   ) {
-    this.sender = new WebhookSender(db, config.webhooks, metrics);
+    this.sender = new WebhookSender(db, config.webhooks, metrics, { warn: (o) => this.logger.warn(o), info: (o) => this.logger.log(o) });
   }
 
   onApplicationBootstrap(): void {
