@@ -61,7 +61,7 @@ describe('accessEnd', () => {
 
 describe('summarizeCustomer', () => {
   it('no transactions: nothing but a zero count', () => {
-    expect(summarizeCustomer([])).toEqual({ transactionCount: 0, lastPurchaseDate: null, expirationDate: null, lastRenewalDate: null, renewalIntent: null });
+    expect(summarizeCustomer([])).toEqual({ transactionCount: 0, lastPurchaseDate: null, expirationDate: null, lastRenewalDate: null, renewalIntent: null, productId: null, graceFrom: null, billingRetry: false });
   });
 
   it('a refunded yearly does not hide an active monthly', () => {
@@ -73,6 +73,9 @@ describe('summarizeCustomer', () => {
       expirationDate: D('2026-04-01'),
       lastRenewalDate: D('2026-03-01'),
       renewalIntent: 'Renew',
+      productId: 'apple:monthly',
+      graceFrom: null,
+      billingRetry: false,
     });
   });
 
@@ -90,17 +93,19 @@ describe('summarizeCustomer', () => {
 
   it('pending purchases grant nothing and are not purchases yet', () => {
     const pending = tx({ transactionId: 'apple:p', isPending: true, transactionDate: D('2026-05-01'), expirationDate: D('2026-06-01') });
-    expect(summarizeCustomer([pending])).toEqual({ transactionCount: 1, lastPurchaseDate: null, expirationDate: null, lastRenewalDate: null, renewalIntent: null });
+    expect(summarizeCustomer([pending])).toEqual({ transactionCount: 1, lastPurchaseDate: null, expirationDate: null, lastRenewalDate: null, renewalIntent: null, productId: null, graceFrom: null, billingRetry: false });
   });
 
   it('a grace period extends the expiration the customer sees', () => {
     const retry = tx({ isBillingRetryPeriod: true, gracePeriodExpirationDate: D('2026-02-17'), lastRenewalDate: D('2026-01-01') });
+    // the status facts: from its own expiration on, access lasts only by the grace period; billing is retried
+    expect(summarizeCustomer([retry])).toMatchObject({ productId: 'apple:monthly', graceFrom: D('2026-02-01'), billingRetry: true });
     expect(summarizeCustomer([retry])).toMatchObject({ expirationDate: D('2026-02-17'), lastRenewalDate: D('2026-01-01') });
   });
 
   it('consumables count as purchases but never as a subscription', () => {
     const coins = tx({ transactionId: 'apple:c', expirationDate: null, transactionDate: D('2026-07-01'), renewalIntent: null });
-    expect(summarizeCustomer([coins])).toEqual({ transactionCount: 1, lastPurchaseDate: D('2026-07-01'), expirationDate: null, lastRenewalDate: null, renewalIntent: null });
+    expect(summarizeCustomer([coins])).toEqual({ transactionCount: 1, lastPurchaseDate: D('2026-07-01'), expirationDate: null, lastRenewalDate: null, renewalIntent: null, productId: null, graceFrom: null, billingRetry: false });
   });
 
   it('ties on access end go to the later transaction date, then the greater transactionId (byte order)', () => {
@@ -124,6 +129,9 @@ describe('extendSummary', () => {
       expirationDate: D('2026-03-01'),
       lastRenewalDate: D('2026-02-01'),
       renewalIntent: 'Lapse',
+      productId: 'apple:monthly',
+      graceFrom: null,
+      billingRetry: false,
     });
   });
 
@@ -207,6 +215,9 @@ describe('replacement by another transaction of the same subscription', () => {
         expirationDate: D('2026-07-01'),
         lastRenewalDate: D('2026-06-01'),
         renewalIntent: 'Renew',
+        productId: 'apple:pro_monthly',
+        graceFrom: null,
+        billingRetry: false,
       });
     }
   });

@@ -34,6 +34,15 @@ export type CustomerFacts = {
   expirationDate: string | null;
   lastRenewalDate: string | null;
   renewalIntent: string | null;
+  /** The current subscription's product (the `productId` filter); null without one. */
+  productId: string | null;
+  /**
+   * When the access end comes from a store grace period (rule 4): the transaction's own
+   * expirationDate, from which on access lasts only because of the grace period. Null otherwise.
+   */
+  graceFrom: string | null;
+  /** The store still retries billing the current subscription (not revoked, not replaced). */
+  billingRetry: boolean;
 };
 
 const earlier = (a: string, b: string | null) => (b !== null && b < a ? b : a);
@@ -144,12 +153,24 @@ export function summarizeCustomer(transactions: readonly LifecycleTransaction[])
   for (const t of transactions) {
     if (t.isPending !== true && (lastPurchaseDate === null || t.transactionDate > lastPurchaseDate)) lastPurchaseDate = t.transactionDate;
   }
+  return { transactionCount: transactions.length, lastPurchaseDate, ...currentFacts(current) };
+}
+
+/** The stored facts of the current subscription (none: nulls), shared by summarizeCustomer and extendSummary. */
+function currentFacts(current: ReturnType<typeof currentSubscription>): Omit<CustomerFacts, 'transactionCount' | 'lastPurchaseDate'> {
+  if (current === undefined) return { expirationDate: null, lastRenewalDate: null, renewalIntent: null, productId: null, graceFrom: null, billingRetry: false };
+  const t = current.transaction;
+  // Rule 4 decided the access end: not replaced, not revoked nor expired early, grace beyond expiration.
+  const inRule4 =
+    !current.replaced && t.revocationDate === null && t.isExpired !== true && t.isBillingRetryPeriod === true &&
+    t.gracePeriodExpirationDate !== null && t.expirationDate !== null && t.gracePeriodExpirationDate > t.expirationDate;
   return {
-    transactionCount: transactions.length,
-    lastPurchaseDate,
-    expirationDate: current?.accessEnd ?? null,
-    lastRenewalDate: current?.transaction.lastRenewalDate ?? null,
-    renewalIntent: current?.transaction.renewalIntent ?? null,
+    expirationDate: current.accessEnd,
+    lastRenewalDate: t.lastRenewalDate,
+    renewalIntent: t.renewalIntent,
+    productId: t.productId,
+    graceFrom: inRule4 ? t.expirationDate : null,
+    billingRetry: !current.replaced && t.revocationDate === null && t.isBillingRetryPeriod === true,
   };
 }
 
@@ -174,11 +195,5 @@ export function extendSummary(stored: CustomerFacts, added: readonly LifecycleTr
     stored.expirationDate === null ||
     (!best.replaced && best.accessEnd > stored.expirationDate && (stored.lastPurchaseDate === null || best.transaction.transactionDate >= stored.lastPurchaseDate));
   if (!decides) return undefined;
-  return {
-    transactionCount,
-    lastPurchaseDate,
-    expirationDate: best.accessEnd,
-    lastRenewalDate: best.transaction.lastRenewalDate,
-    renewalIntent: best.transaction.renewalIntent,
-  };
+  return { transactionCount, lastPurchaseDate, ...currentFacts(best) };
 }

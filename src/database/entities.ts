@@ -7,6 +7,8 @@ import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, Pri
 @Index('customers_page_idx', ['appId', 'firstSeenAt', 'applicationUsername'])
 @Index('customers_changes_idx', ['appId', 'changePosition', 'applicationUsername'])
 @Index('customers_unstamped_idx', ['appId'], { where: 'change_position IS NULL' })
+@Index('customers_access_end_idx', ['appId', 'expirationDate'])
+@Index('customers_product_idx', ['appId', 'currentProductId', 'expirationDate'])
 export class CustomerEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
   @PrimaryColumn({ name: 'application_username', type: 'text' }) applicationUsername: string;
@@ -18,6 +20,10 @@ export class CustomerEntity {
   @Column({ name: 'expiration_date', type: 'timestamptz', nullable: true }) expirationDate: Date | null;
   @Column({ name: 'last_renewal_date', type: 'timestamptz', nullable: true }) lastRenewalDate: Date | null;
   @Column({ name: 'renewal_intent', type: 'text', nullable: true }) renewalIntent: string | null;
+  // The status facts (customerStatus): the current subscription's product, from when its access lasts only by a grace period, billing retried.
+  @Column({ name: 'current_product_id', type: 'text', nullable: true }) currentProductId: string | null;
+  @Column({ name: 'grace_from', type: 'timestamptz', nullable: true }) graceFrom: Date | null;
+  @Column({ name: 'billing_retry', type: 'boolean', default: false }) billingRetry: boolean;
   /** Id of the PostgreSQL transaction that last changed what the API shows (docs/change-feed.md). */
   @Column({ name: 'change_position', type: 'bigint', nullable: true }) changePosition: string | null;
 }
@@ -54,6 +60,8 @@ export class ReceiptEntity {
 @Entity({ schema: 'read_model', name: 'transactions' })
 @Index('transactions_page_idx', ['appId', 'occurredAt', 'transactionId'])
 @Index('transactions_receipt_idx', ['appId', 'receiptId'])
+@Index('transactions_purchase_idx', ['appId', 'purchaseId'])
+@Index('transactions_product_idx', ['appId', 'productId', 'occurredAt', 'transactionId'])
 @Index('transactions_changes_idx', ['appId', 'changePosition', 'transactionId'])
 @Index('transactions_unstamped_idx', ['appId'], { where: 'change_position IS NULL' })
 export class TransactionEntity {

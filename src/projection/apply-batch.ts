@@ -336,6 +336,9 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
         expirationDate: r.expiration_date,
         lastRenewalDate: r.last_renewal_date,
         renewalIntent: r.renewal_intent,
+        productId: r.current_product_id,
+        graceFrom: r.grace_from,
+        billingRetry: r.billing_retry,
       });
     }
     // first_seen_at only ever moves earlier
@@ -394,6 +397,9 @@ type LockedCustomer = {
   expiration_date: string | null;
   last_renewal_date: string | null;
   renewal_intent: string | null;
+  current_product_id: string | null;
+  grace_from: string | null;
+  billing_retry: boolean;
 };
 
 /** A reason may quote what was refused; dead-lettering must not fail on the same content. */

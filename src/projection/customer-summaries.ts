@@ -92,6 +92,9 @@ export async function refreshSummaries(
     expiration_date: facts.expirationDate,
     last_renewal_date: facts.lastRenewalDate,
     renewal_intent: facts.renewalIntent,
+    current_product_id: facts.productId,
+    grace_from: facts.graceFrom,
+    billing_retry: facts.billingRetry,
   });
   const summaries = [
     ...customers.map((c) => {

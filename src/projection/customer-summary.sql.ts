@@ -38,9 +38,11 @@ export const customerSummarySql = (schema: string) => ({
       receipt_ids = CASE WHEN s.receipt_ids IS NULL THEN c.receipt_ids ELSE ARRAY(SELECT json_array_elements_text(s.receipt_ids)) END,
       transaction_count = s.transaction_count,
       last_purchase_date = s.last_purchase_date, expiration_date = s.expiration_date,
-      last_renewal_date = s.last_renewal_date, renewal_intent = s.renewal_intent
+      last_renewal_date = s.last_renewal_date, renewal_intent = s.renewal_intent,
+      current_product_id = s.current_product_id, grace_from = s.grace_from, billing_retry = s.billing_retry
     FROM json_to_recordset($1::json) AS s(app_id text, application_username text, receipt_ids json, transaction_count int,
-      last_purchase_date timestamptz, expiration_date timestamptz, last_renewal_date timestamptz, renewal_intent text)
+      last_purchase_date timestamptz, expiration_date timestamptz, last_renewal_date timestamptz, renewal_intent text,
+      current_product_id text, grace_from timestamptz, billing_retry boolean)
     WHERE c.app_id = s.app_id AND c.application_username = s.application_username`,
 
   /** A page of customer keys after ($1, $2), for re-deriving every summary in bounded chunks. */

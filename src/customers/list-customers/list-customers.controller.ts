@@ -24,7 +24,10 @@ export class ListCustomersController {
   @ApiOperation({
     operationId: 'listCustomers',
     summary: 'List customers',
-    description: 'Ordered by when each customer was first seen, then applicationUsername; with changedAfter, the change feed in change order (docs/change-feed.md).',
+    description:
+      'Ordered by when each customer was first seen, then applicationUsername; with changedAfter, the change feed in change order (docs/change-feed.md). ' +
+      'status, renewalIntent, productId, expiresBefore and expiresAfter combine (every one must hold) with each other, skip/limit and applicationUsername; ' +
+      'paging.total is the exact number of customers matching them (status=active&limit=0: how many are paying).',
   })
   @ApiOkResponse({ description: 'One page of rows and where it stands', schema: schemaRef('CustomerPage') })
   @ApiProblemResponses()
@@ -38,8 +41,8 @@ export class ListCustomersController {
     if (parsed.kind === 'changes') return this.queryBus.execute(new ListCustomerChangesQuery(principal.appId, parsed.after, parsed.limit));
     return this.queryBus.execute(
       parsed.kind === 'usernames'
-        ? new ListCustomersQuery(principal.appId, 0, parsed.usernames.length, parsed.usernames)
-        : new ListCustomersQuery(principal.appId, parsed.skip, parsed.limit),
+        ? new ListCustomersQuery(principal.appId, 0, parsed.usernames.length, parsed.usernames, parsed.filters)
+        : new ListCustomersQuery(principal.appId, parsed.skip, parsed.limit, undefined, parsed.filters),
     );
   }
 }

@@ -8,7 +8,8 @@ import type { Page } from '../../common/paging.js';
 import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { ListCustomersQuery } from './list-customers.query.js';
-import { customerPageSql, customerPageStartSql, customersByNameSql, type CustomerRow, type PageStartRow } from './list-customers.sql.js';
+import { hasFilters } from './customer-filters.js';
+import { customerPageSql, customerPageStartSql, customersByNameSql, filteredCustomersSql, type CustomerRow, type PageStartRow } from './list-customers.sql.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
@@ -18,16 +19,25 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
   ) {}
 
   async execute(query: ListCustomersQuery): Promise<Page<CustomerSummary>> {
+    // One instant per request: the filters and activeSubscriber agree on it.
+    const now = this.clock.now();
     if (query.usernames) {
-      const { sql, params } = customersByNameSql(query);
-      const rows = await preparedQuery<CustomerRow>(this.db, 'customers-by-name', sql, params);
-      return { rows: toSummaries(rows, this.clock.now()), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
+      const { name, sql, params } = customersByNameSql(query, now);
+      const rows = await preparedQuery<CustomerRow>(this.db, name, sql, params);
+      return { rows: toSummaries(rows, now), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
+    }
+    if (hasFilters(query.filters)) {
+      const { count, page } = filteredCustomersSql(query, now);
+      const [counted] = await preparedQuery<{ total: string }>(this.db, count.name, count.sql, count.params);
+      const paging = { skip: query.skip, limit: query.limit, total: Number(counted.total) };
+      if (query.limit === 0 || query.skip >= paging.total) return { rows: [], paging };
+      return { rows: toSummaries(await preparedQuery<CustomerRow>(this.db, page.name, page.sql, page.params), now), paging };
     }
     const [start] = await preparedQuery<PageStartRow>(this.db, 'customers-page-start', customerPageStartSql, [query.appId, query.skip]);
     const paging = { skip: query.skip, limit: query.limit, total: Number(start.total ?? 0) };
     if (start.day === null || query.limit === 0) return { rows: [], paging };
     const { sql, params } = customerPageSql(query, dayStart(start.day), query.skip - Number(start.before));
-    return { rows: toSummaries(await preparedQuery<CustomerRow>(this.db, 'customers-page', sql, params), this.clock.now()), paging };
+    return { rows: toSummaries(await preparedQuery<CustomerRow>(this.db, 'customers-page', sql, params), now), paging };
   }
 }
 

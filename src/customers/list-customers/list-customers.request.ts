@@ -4,6 +4,7 @@ import { feedCursor } from '../../change-feed/feed-request.js';
 import { CHANGED_AFTER_DOC, PagingRequest } from '../../common/paging.js';
 import { validateRequest } from '../../common/validate-request.js';
 import { MAX_USERNAMES, parseApplicationUsernames } from './application-usernames.js';
+import { FILTER_PARAMETERS, MAX_PRODUCT_ID_LENGTH, parseCustomerFilters, type CustomerFilters } from './customer-filters.js';
 
 export class ListCustomersRequest extends PagingRequest {
   @ApiPropertyOptional({
@@ -15,6 +16,48 @@ export class ListCustomersRequest extends PagingRequest {
   @IsString({ each: true })
   applicationUsername?: string | string[];
 
+  @ApiPropertyOptional({
+    description:
+      'Comma-separated, any of: active (access now), grace_period (access only because of a store grace period), ' +
+      'billing_retry (no access, the store still retries billing), expired (had access, lost it: lapsed, refunded, revoked), ' +
+      'none (never had a subscription). Evaluated at request time like activeSubscriber; every customer is in exactly one.',
+    type: 'string',
+    example: 'active,grace_period',
+  })
+  @IsOptional()
+  @IsString({ message: 'status must be given once' })
+  status?: string;
+
+  @ApiPropertyOptional({ description: "The current subscription's renewalIntent", type: 'string', enum: ['Renew', 'Lapse'], example: 'Renew' })
+  @IsOptional()
+  @IsString({ message: 'renewalIntent must be given once' })
+  renewalIntent?: string;
+
+  @ApiPropertyOptional({ description: `The product of the current subscription (at most ${MAX_PRODUCT_ID_LENGTH} characters)`, type: 'string', example: 'apple:pro_monthly' })
+  @IsOptional()
+  @IsString({ message: 'productId must be given once' })
+  productId?: string;
+
+  @ApiPropertyOptional({
+    description: 'Exclusive upper bound on customerInfo.expirationDate (the access end); customers without one never match',
+    format: 'date-time',
+    type: 'string',
+    example: '2100-01-01T00:00:00Z',
+  })
+  @IsOptional()
+  @IsString({ message: 'expiresBefore must be given once' })
+  expiresBefore?: string;
+
+  @ApiPropertyOptional({
+    description: 'Inclusive lower bound on customerInfo.expirationDate (the access end); customers without one never match',
+    format: 'date-time',
+    type: 'string',
+    example: '2000-01-01T00:00:00Z',
+  })
+  @IsOptional()
+  @IsString({ message: 'expiresAfter must be given once' })
+  expiresAfter?: string;
+
   @ApiPropertyOptional(CHANGED_AFTER_DOC)
   @IsOptional()
   @IsString({ message: 'changedAfter must be given once' })
@@ -22,21 +65,21 @@ export class ListCustomersRequest extends PagingRequest {
 }
 
 export type ParsedListCustomers =
-  | { kind: 'page'; skip: number; limit: number }
-  | { kind: 'usernames'; usernames: string[] }
+  | { kind: 'page'; skip: number; limit: number; filters: CustomerFilters }
+  | { kind: 'usernames'; usernames: string[]; filters: CustomerFilters }
   | { kind: 'changes'; after: string; limit: number };
 
 /** The username list is read from the raw query string, because decoding must follow the split. */
 export function parseListCustomersRequest(query: Record<string, unknown>, rawQuery: string): ParsedListCustomers {
-  const after = feedCursor(query, ['skip', 'applicationUsername']);
+  const after = feedCursor(query, ['skip', 'applicationUsername', ...FILTER_PARAMETERS]);
   if (after !== undefined) return { kind: 'changes', after, limit: validateRequest(ListCustomersRequest, query).limit };
   const usernames = parseApplicationUsernames(rawQuery);
   if (usernames) {
     // skip and limit are disregarded with a name list; only unknown parameters are still refused.
     const { skip: _skip, limit: _limit, ...rest } = query;
     validateRequest(ListCustomersRequest, rest);
-    return { kind: 'usernames', usernames };
+    return { kind: 'usernames', usernames, filters: parseCustomerFilters(rest) };
   }
   const { skip, limit } = validateRequest(ListCustomersRequest, query);
-  return { kind: 'page', skip, limit };
+  return { kind: 'page', skip, limit, filters: parseCustomerFilters(query) };
 }

@@ -1,5 +1,6 @@
 import type { StoredCustomerFacts } from '../customer-info.js';
 import type { ListCustomersQuery } from './list-customers.query.js';
+import { filterConditions } from './customer-filters.js';
 
 /** A customer row: its name, receipts and the kept summary facts customerInfo is derived from. */
 export type CustomerRow = StoredCustomerFacts & { applicationUsername: string; receiptIds: string[] };
@@ -33,12 +34,40 @@ export function customerPageSql(q: ListCustomersQuery, from: Date, offset: numbe
   };
 }
 
-/** The named customers that exist, in the listing's order. */
-export function customersByNameSql(q: ListCustomersQuery): { sql: string; params: unknown[] } {
+/** The named customers that exist (and match the filters), in the listing's order. */
+export function customersByNameSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
+  const f = filterConditions(q.filters, now, 3);
   return {
+    name: `customers-by-name${f.key ? `:${f.key}` : ''}`,
     sql: `SELECT ${CUSTOMER_COLUMNS} FROM read_model.customers
-          WHERE app_id = $1 AND application_username = ANY($2::text[])
+          WHERE app_id = $1 AND application_username = ANY($2::text[])${f.sql}
           ORDER BY first_seen_at, application_username`,
-    params: [q.appId, q.usernames],
+    params: [q.appId, q.usernames, ...f.params],
+  };
+}
+
+/**
+ * A filtered page and its exact total. The total counts the rows the filters qualify on the
+ * narrowest index (customers_access_end_idx for status and the expiry bounds: each status is a range
+ * of expiration_date around the request's instant; customers_product_idx for productId), so it is
+ * exact at the instant asked whatever changed since: nothing time-dependent is stored. The page
+ * walks customers_page_idx in the listing's order, keeping the matching rows.
+ */
+export function filteredCustomersSql(q: ListCustomersQuery, now: Date): { count: { name: string; sql: string; params: unknown[] }; page: { name: string; sql: string; params: unknown[] } } {
+  const f = filterConditions(q.filters, now, 2);
+  const at = 2 + f.params.length;
+  return {
+    count: {
+      name: `customers-count:${f.key}`,
+      sql: `SELECT count(*)::text AS total FROM read_model.customers WHERE app_id = $1${f.sql}`,
+      params: [q.appId, ...f.params],
+    },
+    page: {
+      name: `customers-filtered:${f.key}`,
+      sql: `SELECT ${CUSTOMER_COLUMNS} FROM read_model.customers
+            WHERE app_id = $1${f.sql}
+            ORDER BY first_seen_at, application_username OFFSET $${at} LIMIT $${at + 1}`,
+      params: [q.appId, ...f.params, q.skip, q.limit],
+    },
   };
 }

@@ -1,0 +1,130 @@
+import { InvalidParameterError } from '../../common/errors.js';
+import { parseIsoDateTime } from '../../common/iso-date.js';
+import { CUSTOMER_STATUSES, type CustomerStatus } from '../customer-status.js';
+
+/** The filters of GET /v2/customers beside applicationUsername (docs/api.md, "Customer filters"). */
+export type CustomerFilters = {
+  statuses?: readonly CustomerStatus[];
+  renewalIntent?: 'Renew' | 'Lapse';
+  productId?: string;
+  /** Exclusive upper bound on customerInfo.expirationDate. */
+  expiresBefore?: Date;
+  /** Inclusive lower bound on customerInfo.expirationDate. */
+  expiresAfter?: Date;
+};
+
+export const FILTER_PARAMETERS = ['status', 'renewalIntent', 'productId', 'expiresBefore', 'expiresAfter'] as const;
+export const MAX_PRODUCT_ID_LENGTH = 1000;
+
+const once = (name: string, value: unknown): string | undefined => {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new InvalidParameterError(name, `${name} must be given once`);
+  return value;
+};
+
+const date = (name: string, value: unknown): Date | undefined => {
+  const raw = once(name, value);
+  if (raw === undefined) return undefined;
+  const parsed = parseIsoDateTime(raw);
+  if (parsed === undefined) throw new InvalidParameterError(name, `${name} must be an ISO 8601 date-time such as 2024-03-01T00:00:00.000Z or 2024-03-01T02:00:00+02:00`);
+  return parsed;
+};
+
+/** Reads and checks the filters from the parsed query; every refusal names its parameter. */
+export function parseCustomerFilters(query: Record<string, unknown>): CustomerFilters {
+  const filters: CustomerFilters = {};
+  const status = once('status', query.status);
+  if (status !== undefined) {
+    const asked = new Set<CustomerStatus>();
+    for (const part of status.split(',')) {
+      const name = part.trim();
+      if (name === '') continue;
+      if (!(CUSTOMER_STATUSES as readonly string[]).includes(name)) {
+        throw new InvalidParameterError('status', `status must be a comma-separated list of ${CUSTOMER_STATUSES.join(', ')}; "${name.slice(0, 100)}" is none of them`);
+      }
+      asked.add(name as CustomerStatus);
+    }
+    if (asked.size === 0) throw new InvalidParameterError('status', `status must name at least one of ${CUSTOMER_STATUSES.join(', ')}`);
+    // Kept in the documented order so equal sets share one prepared statement.
+    filters.statuses = CUSTOMER_STATUSES.filter((s) => asked.has(s));
+  }
+  const intent = once('renewalIntent', query.renewalIntent);
+  if (intent !== undefined) {
+    if (intent !== 'Renew' && intent !== 'Lapse') throw new InvalidParameterError('renewalIntent', 'renewalIntent must be Renew or Lapse');
+    filters.renewalIntent = intent;
+  }
+  const product = once('productId', query.productId);
+  if (product !== undefined) {
+    if (product === '' || product.length > MAX_PRODUCT_ID_LENGTH || product.includes('\u0000')) {
+      throw new InvalidParameterError('productId', `productId must be a product id of 1 to ${MAX_PRODUCT_ID_LENGTH} characters without NUL`);
+    }
+    filters.productId = product;
+  }
+  filters.expiresBefore = date('expiresBefore', query.expiresBefore);
+  filters.expiresAfter = date('expiresAfter', query.expiresAfter);
+  if (filters.expiresBefore === undefined) delete filters.expiresBefore;
+  if (filters.expiresAfter === undefined) delete filters.expiresAfter;
+  return filters;
+}
+
+const STATUS_LETTER: Record<CustomerStatus, string> = { active: 'a', grace_period: 'g', billing_retry: 'b', expired: 'e', none: 'n' };
+
+export const hasFilters = (f: CustomerFilters) => Object.keys(f).length > 0;
+
+/**
+ * The status rules of customerStatus (customer-status.ts) as SQL over the stored summary columns,
+ * with the request's instant as a parameter: each is a range condition on expiration_date (the
+ * access end) and, within access, on grace_from, so customers_access_end_idx narrows every one.
+ */
+export function statusPredicate(status: CustomerStatus, now: string): string {
+  switch (status) {
+    case 'none':
+      return `expiration_date IS NULL`;
+    case 'active':
+      return `(expiration_date > ${now} AND (grace_from IS NULL OR grace_from > ${now}))`;
+    case 'grace_period':
+      return `(expiration_date > ${now} AND grace_from <= ${now})`;
+    case 'billing_retry':
+      return `(expiration_date <= ${now} AND billing_retry)`;
+    case 'expired':
+      return `(expiration_date <= ${now} AND NOT billing_retry)`;
+  }
+}
+
+/**
+ * The WHERE conditions for the filters, numbering parameters from `next`; `key` names the shape
+ * (which filters, which statuses) for the prepared statement's name.
+ */
+export function filterConditions(f: CustomerFilters, now: Date, next: number): { sql: string; params: unknown[]; key: string } {
+  const params: unknown[] = [];
+  const conditions: string[] = [];
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${next + params.length - 1}`;
+  };
+  const keys: string[] = [];
+  if (f.statuses) {
+    // `none` alone reads no instant: an unused parameter would have no type.
+    const at = f.statuses.some((x) => x !== 'none') ? param(now) : '';
+    conditions.push(`(${f.statuses.map((s) => statusPredicate(s, `${at}::timestamptz`)).join(' OR ')})`);
+    // one letter per status: prepared statement names must stay under PostgreSQL's 63 bytes
+    keys.push(`s${f.statuses.map((x) => STATUS_LETTER[x]).join('')}`);
+  }
+  if (f.renewalIntent) {
+    conditions.push(`renewal_intent = ${param(f.renewalIntent)}`);
+    keys.push('ri');
+  }
+  if (f.productId) {
+    conditions.push(`current_product_id = ${param(f.productId)}`);
+    keys.push('p');
+  }
+  if (f.expiresAfter) {
+    conditions.push(`expiration_date >= ${param(f.expiresAfter)}::timestamptz`);
+    keys.push('ea');
+  }
+  if (f.expiresBefore) {
+    conditions.push(`expiration_date < ${param(f.expiresBefore)}::timestamptz`);
+    keys.push('eb');
+  }
+  return { sql: conditions.map((c) => ` AND ${c}`).join(''), params, key: keys.join(',') };
+}
