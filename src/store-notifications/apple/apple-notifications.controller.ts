@@ -2,6 +2,7 @@ import { Body, Controller, HttpCode, Inject, Param, Post } from '@nestjs/common'
 import { ApiBody, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Environment, VerificationException, VerificationStatus } from '@apple/app-store-server-library';
 import { ApiNotificationProblemResponses } from '../../common/api-problem-responses.js';
+import { PROBLEM_CONTENT_TYPE } from '../../common/problem-http.js';
 import { Clock } from '../../common/clock.js';
 import { ErrorCode } from '../../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
@@ -13,6 +14,8 @@ import { mapDates, refuseUnstorableDates } from '../store-dates.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { appleToEvents, type AppleRenewalInfo, type AppleTransaction } from './apple-to-events.js';
 import { AppleVerifier } from './apple-verifier.js';
+
+const PROBLEM_CONTENT = { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } };
 
 /** What each way of failing Apple's verification means, in the store operator's terms. */
 const VERIFICATION_FAILURES: Partial<Record<VerificationStatus, string>> = {
@@ -62,8 +65,8 @@ export class AppleNotificationsController {
   @ApiBody({ schema: { type: 'object', required: ['signedPayload'], properties: { signedPayload: { type: 'string', description: 'The JWS Apple sends' } } } })
   @ApiOkResponse({ schema: outcomeSchema as object })
   @ApiNotificationProblemResponses({ bearer: false })
-  @ApiResponse({ status: 413, description: `The body is over ${APPLE_NOTIFICATION_BODY_LIMIT} bytes (Apple's are about 15-25 KB)` })
-  @ApiResponse({ status: 415, description: 'The body is not application/json' })
+  @ApiResponse({ status: 413, description: `The body is over ${APPLE_NOTIFICATION_BODY_LIMIT} bytes (Apple's are about 15-25 KB)`, content: PROBLEM_CONTENT })
+  @ApiResponse({ status: 415, description: 'The body is not application/json', content: PROBLEM_CONTENT })
   async receive(@Param('appId') appId: string, @Body() body: unknown): Promise<NotificationOutcome> {
     const verifier = this.verifierFor(appId);
     const signedPayload = (body as { signedPayload?: unknown } | null)?.signedPayload;

@@ -3,6 +3,7 @@ import { ApiBody, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nes
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ApiNotificationProblemResponses } from '../../common/api-problem-responses.js';
+import { PROBLEM_CONTENT_TYPE } from '../../common/problem-http.js';
 import { ErrorCode } from '../../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { METRICS } from '../../metrics/metrics.module.js';
@@ -16,6 +17,8 @@ import { StoreNotificationError } from '../store-notification.errors.js';
 import { classifyFetchError, GooglePlayApi, PubSubTokenVerifier } from './google-play.js';
 import { TRANSACTION_COLUMNS } from '../../transactions/list-transactions/list-transactions.sql.js';
 import { googleProductEvents, googleReplacedEvents, googleSubscriptionEvents, googleVoidedEvents, voidedRevokesOrder, type DeveloperNotification } from './google-to-events.js';
+
+const PROBLEM_CONTENT = { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } };
 
 type PushBody = { message?: { data?: string; messageId?: string; message_id?: string }; subscription?: string };
 
@@ -68,8 +71,8 @@ export class GoogleNotificationsController {
   })
   @ApiOkResponse({ schema: { type: 'object', properties: { status: { type: 'string', enum: ['published', 'acknowledged'] }, events: { type: 'integer' } } } })
   @ApiNotificationProblemResponses({ bearer: true })
-  @ApiResponse({ status: 413, description: `The body is over ${GOOGLE_NOTIFICATION_BODY_LIMIT} bytes (a push is about 1 KB)` })
-  @ApiResponse({ status: 415, description: 'The body is not application/json' })
+  @ApiResponse({ status: 413, description: `The body is over ${GOOGLE_NOTIFICATION_BODY_LIMIT} bytes (a push is about 1 KB)`, content: PROBLEM_CONTENT })
+  @ApiResponse({ status: 415, description: 'The body is not application/json', content: PROBLEM_CONTENT })
   async receive(@Param('appId') appId: string, @Headers('authorization') authorization: string | undefined, @Body() body: unknown): Promise<NotificationOutcome> {
     // Unconfigured applications are answered 404 before the body is read (notification-routes.ts); kept as a backstop.
     const app = this.config.google?.apps.get(appId);
