@@ -94,18 +94,24 @@ async function redactEventLog(db: DataSource, topic: string, appId: string, name
 /** Dead letters are whatever bytes were refused: every occurrence of the name goes, in value, key and reason. */
 async function redactDeadLetters(db: DataSource, name: string, replacement: string): Promise<number> {
   const forms = spellings(name);
+  // key is bytea (migration 1764100000000: a refused message's key need not be UTF-8).
   const rows = (await db.query(
     `SELECT id::text, value, key, reason FROM public.dead_letters
-     WHERE position($1::bytea IN value) > 0 OR position($2::bytea IN value) > 0 OR strpos(coalesce(key, ''), $3) > 0 OR strpos(reason, $3) > 0`,
+     WHERE position($1::bytea IN value) > 0 OR position($2::bytea IN value) > 0 OR position($1::bytea IN coalesce(key, ''::bytea)) > 0
+       OR position($2::bytea IN coalesce(key, ''::bytea)) > 0 OR strpos(reason, $3) > 0`,
     [...padTwo(forms), name],
-  )) as { id: string; value: Buffer; key: string | null; reason: string }[];
+  )) as { id: string; value: Buffer; key: Buffer | null; reason: string }[];
   for (const r of rows) {
     let value = r.value;
-    for (const form of forms) value = replaceBytes(value, form, Buffer.from(replacement));
+    let key = r.key;
+    for (const form of forms) {
+      value = replaceBytes(value, form, Buffer.from(replacement));
+      if (key !== null) key = replaceBytes(key, form, Buffer.from(replacement));
+    }
     await db.query(`UPDATE public.dead_letters SET value = $2, key = $3, reason = $4 WHERE id = $1::bigint`, [
       r.id,
       value,
-      r.key === null ? null : r.key.replaceAll(name, replacement),
+      key,
       r.reason.replaceAll(name, replacement).replaceAll(JSON.stringify(name).slice(1, -1), replacement),
     ]);
   }
