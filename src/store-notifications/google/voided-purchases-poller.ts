@@ -37,7 +37,10 @@ export class VoidedPurchasesPoller implements OnApplicationBootstrap, OnApplicat
     if (!every) return;
     const tick = () => {
       this.running ??= this.pollOnce()
-        .catch((error: unknown) => this.logger.warn({ msg: 'polling voided purchases failed; the next poll retries', error: (error as Error).message }))
+        .then(
+          () => undefined,
+          (error: unknown) => this.logger.warn({ msg: 'polling voided purchases failed; the next poll retries', error: (error as Error).message }),
+        )
         .finally(() => (this.running = undefined));
     };
     this.timer = setInterval(tick, every);
