@@ -23,7 +23,10 @@ export class ListTransactionsController {
   @ApiOperation({
     operationId: 'listTransactions',
     summary: 'List transactions',
-    description: 'Ordered by transaction date, then transactionId; with changedAfter, the change feed in change order (docs/change-feed.md).',
+    description:
+      'Ordered by transaction date, then transactionId; with changedAfter, the change feed in change order (docs/change-feed.md). ' +
+      'transactionId, purchaseId, productId, platform and sandbox combine (every one must hold) with each other, the date range and skip/limit; ' +
+      'paging.total is the exact number of rows matching them.',
   })
   @ApiOkResponse({ description: 'One page of rows and where it stands', schema: schemaRef('TransactionPage') })
   @ApiProblemResponses()
@@ -31,7 +34,7 @@ export class ListTransactionsController {
     const request = parseListTransactionsRequest(query as unknown as Record<string, unknown>);
     if (request.after) return this.queryBus.execute(new ListTransactionChangesQuery(principal.appId, request.after, request.limit));
     return this.queryBus.execute(
-      new ListTransactionsQuery(principal.appId, request.skip, request.limit, request.startdate, request.enddate),
+      new ListTransactionsQuery(principal.appId, request.skip, request.limit, request.startdate, request.enddate, request.filters),
     );
   }
 }

@@ -6,7 +6,8 @@ import { preparedQuery } from '../../database/prepared.js';
 import type { Page } from '../../common/paging.js';
 import type { TransactionView } from '../transaction.schema.js';
 import { ListTransactionsQuery } from './list-transactions.query.js';
-import { pageStartSql, transactionPageSql, type PageStartRow, type TransactionRow } from './list-transactions.sql.js';
+import { filteredTransactionsSql, pageStartSql, transactionPageSql, type PageStartRow, type TransactionRow } from './list-transactions.sql.js';
+import { hasTransactionFilters } from './transaction-filters.js';
 
 @QueryHandler(ListTransactionsQuery)
 export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQuery> {
@@ -16,6 +17,13 @@ export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQu
     // Every row is dated 0001-01-01 or later: an end at or before that holds nothing.
     if (asked.endDate && asked.endDate <= EARLIEST) return { rows: [], paging: { skip: asked.skip, limit: asked.limit, total: 0 } };
     const query = withinStorableYears(asked);
+    if (hasTransactionFilters(query.filters)) {
+      const { count, page } = filteredTransactionsSql(query);
+      const [counted] = await preparedQuery<{ total: string }>(this.db, count.name, count.sql, count.params);
+      const paging = { skip: query.skip, limit: query.limit, total: Number(counted.total) };
+      if (query.limit === 0 || query.skip >= paging.total) return { rows: [], paging };
+      return { rows: (await preparedQuery<TransactionRow>(this.db, page.name, page.sql, page.params)).map(toView), paging };
+    }
     const located = pageStartSql(query);
     const [start] = await preparedQuery<PageStartRow>(this.db, located.name, located.sql, located.params);
     const paging = { skip: query.skip, limit: query.limit, total: Number(start.total ?? 0) };
@@ -50,5 +58,5 @@ function withinStorableYears(q: ListTransactionsQuery): ListTransactionsQuery {
   const start = clamp(q.startDate);
   const end = clamp(q.endDate);
   if (start === q.startDate && end === q.endDate) return q;
-  return new ListTransactionsQuery(q.appId, q.skip, q.limit, start, end);
+  return new ListTransactionsQuery(q.appId, q.skip, q.limit, start, end, q.filters);
 }

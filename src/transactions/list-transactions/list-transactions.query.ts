@@ -1,6 +1,7 @@
 import { Query } from '@nestjs/cqrs';
 import type { Page } from '../../common/paging.js';
 import type { TransactionView } from '../transaction.schema.js';
+import type { TransactionFilters } from './transaction-filters.js';
 
 export class ListTransactionsQuery extends Query<Page<TransactionView>> {
   constructor(
@@ -11,6 +12,8 @@ export class ListTransactionsQuery extends Query<Page<TransactionView>> {
     readonly startDate?: Date,
     /** Exclusive. */
     readonly endDate?: Date,
+    /** transactionId/purchaseId (a chain), productId, platform, sandbox: every one must hold. */
+    readonly filters: TransactionFilters = {},
   ) {
     super();
   }

@@ -6,6 +6,7 @@ import { InvalidParameterError } from '../../common/errors.js';
 import { parseIsoDateTime } from '../../common/iso-date.js';
 import { CHANGED_AFTER_DOC, PagingRequest } from '../../common/paging.js';
 import { validateRequest } from '../../common/validate-request.js';
+import { MAX_ID_LENGTH, parseTransactionFilters, TRANSACTION_FILTER_PARAMETERS, type TransactionFilters } from './transaction-filters.js';
 
 const toDate = ({ value }: { value: unknown }): unknown =>
   typeof value === 'string' ? (parseIsoDateTime(value) ?? new Date(NaN)) : value;
@@ -25,20 +26,60 @@ export class ListTransactionsRequest extends PagingRequest {
   @IsDate({ message: dateMessage('enddate') })
   enddate?: Date;
 
+  @ApiPropertyOptional({
+    description:
+      `Any transaction id of a chain (at most ${MAX_ID_LENGTH} characters), as the rows show it: an Apple original or renewal transaction ` +
+      '(apple:<transactionId>), a Google order (google:GPA.x or its renewal google:GPA.x..N); returns every row of that purchase',
+    type: 'string',
+    example: 'apple:1000002',
+  })
+  @IsOptional()
+  @IsString({ message: 'transactionId must be given once' })
+  transactionId?: string;
+
+  @ApiPropertyOptional({
+    description: 'Like transactionId: a purchaseId, or any transaction id of the chain; returns every row of that purchase',
+    type: 'string',
+    example: 'apple:1000001',
+  })
+  @IsOptional()
+  @IsString({ message: 'purchaseId must be given once' })
+  purchaseId?: string;
+
+  @ApiPropertyOptional({ description: "The row's productId", type: 'string', example: 'apple:pro_monthly' })
+  @IsOptional()
+  @IsString({ message: 'productId must be given once' })
+  productId?: string;
+
+  @ApiPropertyOptional({ description: "The row's platform (an open string: apple, google, ...)", type: 'string', example: 'apple' })
+  @IsOptional()
+  @IsString({ message: 'platform must be given once' })
+  platform?: string;
+
+  @ApiPropertyOptional({
+    description: 'true: sandbox rows only; false: every row not marked sandbox (rows whose events did not say count as production)',
+    type: 'string',
+    enum: ['true', 'false'],
+    example: 'false',
+  })
+  @IsOptional()
+  @IsString({ message: 'sandbox must be given once' })
+  sandbox?: string;
+
   @ApiPropertyOptional(CHANGED_AFTER_DOC)
   @IsOptional()
   @IsString({ message: 'changedAfter must be given once' })
   changedAfter?: string;
 }
 
-export type ParsedListTransactions = ListTransactionsRequest & { after?: string };
+export type ParsedListTransactions = ListTransactionsRequest & { after?: string; filters: TransactionFilters };
 
 export function parseListTransactionsRequest(query: Record<string, unknown>): ParsedListTransactions {
-  const after = feedCursor(query, ['skip', 'startdate', 'enddate']);
-  if (after !== undefined) return Object.assign(validateRequest(ListTransactionsRequest, query), { after });
+  const after = feedCursor(query, ['skip', 'startdate', 'enddate', ...TRANSACTION_FILTER_PARAMETERS]);
+  if (after !== undefined) return Object.assign(validateRequest(ListTransactionsRequest, query), { after, filters: {} });
   const request = validateRequest(ListTransactionsRequest, query);
   if (request.startdate && request.enddate && request.enddate < request.startdate) {
     throw new InvalidParameterError('enddate', 'enddate must not be earlier than startdate');
   }
-  return request;
+  return Object.assign(request, { filters: parseTransactionFilters(query) });
 }

@@ -1,5 +1,6 @@
 import { dayOf, dayStart, lastDayBefore, nextDayStart } from '../../common/day-index.js';
 import type { ListTransactionsQuery } from './list-transactions.query.js';
+import { transactionFilterConditions } from './transaction-filters.js';
 
 export type TransactionRow = {
   transactionId: string;
@@ -104,4 +105,36 @@ export function transactionPageSql(q: ListTransactionsQuery, from: Date, offset:
     JOIN read_model.transactions t ON t.app_id = $1 AND t.transaction_id = k.k_id
     ORDER BY k.k_at, k.k_id`;
   return { name: `tx-page${upper ? '-e' : ''}`, sql, params };
+}
+
+/**
+ * A page filtered by the row filters (and the date range) with its exact total: count(*) over the
+ * rows the filters qualify (a chain through transactions_purchase_idx, a product through
+ * transactions_product_idx in the listing's order), then the page by (occurred_at, transaction_id).
+ */
+export function filteredTransactionsSql(q: ListTransactionsQuery): { count: { name: string; sql: string; params: unknown[] }; page: { name: string; sql: string; params: unknown[] } } {
+  const f = transactionFilterConditions(q.filters, 2);
+  const params: unknown[] = [q.appId, ...f.params];
+  let range = '';
+  let key = f.key;
+  if (q.startDate) {
+    params.push(q.startDate);
+    range += ` AND t.occurred_at >= $${params.length}`;
+    key += 's';
+  }
+  if (q.endDate) {
+    params.push(q.endDate);
+    range += ` AND t.occurred_at < $${params.length}`;
+    key += 'e';
+  }
+  const where = `t.app_id = $1${f.sql}${range}`;
+  return {
+    count: { name: `tx-count:${key}`, sql: `SELECT count(*)::text AS total FROM read_model.transactions t WHERE ${where}`, params },
+    page: {
+      name: `tx-filtered:${key}`,
+      sql: `SELECT ${TRANSACTION_COLUMNS} FROM read_model.transactions t WHERE ${where}
+            ORDER BY t.occurred_at, t.transaction_id OFFSET $${params.length + 1} LIMIT $${params.length + 2}`,
+      params: [...params, q.skip, q.limit],
+    },
+  };
 }
