@@ -4,6 +4,7 @@ import {
   createParamDecorator,
   ExecutionContext,
   Injectable,
+  Logger,
   SetMetadata,
   UseGuards,
 } from '@nestjs/common';
@@ -19,6 +20,8 @@ const REQUIRED_SCOPE = 'required_scope';
 /** 401 for every way a token can be absent or unverifiable, with the reason as the code. */
 @Injectable()
 export class JwtAuthGuard extends AuthGuard('jwt') {
+  private readonly logger = new Logger('auth');
+
   override handleRequest<T>(err: unknown, user: T, info: unknown, context: ExecutionContext): T {
     if (user && !err) return user;
     if (err instanceof AuthError) throw err;
@@ -31,9 +34,21 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
     }
     const authorization = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers.authorization ?? '';
     const malformed = describeMalformed(/^Bearer\s+(\S*)/i.exec(authorization)?.[1] ?? '');
-    throw new AuthError(ErrorCode.TokenInvalid, malformed ?? `The bearer token was rejected${message ? `: ${message}` : ''}.`);
+    if (malformed) throw new AuthError(ErrorCode.TokenInvalid, malformed);
+    if (TOKEN_CHECK_WORDS.some((words) => words.test(message))) throw new AuthError(ErrorCode.TokenInvalid, `The bearer token was rejected: ${message}.`);
+    // Anything else (a JWKS endpoint unreachable, a key that cannot be read) is about the service, not the token: it is logged, not echoed.
+    this.logger.warn(`a bearer token could not be verified: ${message || String(err)}`);
+    throw new AuthError(ErrorCode.TokenInvalid, 'The bearer token could not be verified.');
   }
 }
+
+/** What jsonwebtoken says of the token itself: its own checks, which name nothing of the service but its configured iss/aud. */
+const TOKEN_CHECK_WORDS = [
+  /^invalid signature$/,
+  /^jwt (malformed|not active|signature is required)$/,
+  /^jwt (audience|issuer|id|subject) invalid\. expected: [^\n]{0,300}$/,
+  /^invalid (token|algorithm)$/,
+];
 
 /**
  * What is wrong with a token that is not a verifiable JWT at all, in the caller's terms (the JWT

@@ -1,4 +1,4 @@
-import { Controller, Get, Inject, Optional, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get, Inject, Logger, Optional, ServiceUnavailableException } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -11,6 +11,9 @@ import { CONSUMER_STATUS, type ConsumerStatus } from './consumer-status.js';
 @ApiExcludeController()
 @Controller('health')
 export class HealthController {
+  private readonly logger = new Logger('health');
+  private lastDatabaseError?: string;
+
   constructor(
     private readonly health: HealthCheckService,
     private readonly indicator: HealthIndicatorService,
@@ -48,7 +51,11 @@ export class HealthController {
           const pending = MIGRATIONS.map((m) => m.name).filter((name) => !applied.has(name));
           return pending.length === 0 ? check.up() : check.down({ pendingMigrations: pending });
         } catch (error) {
-          return check.down({ message: (error as Error).message });
+          // Readiness is unauthenticated: the driver's words (hosts, users, paths) go to the log, once per cause.
+          const cause = (error as Error).message;
+          if (cause !== this.lastDatabaseError) this.logger.warn(`readiness: the database check failed: ${cause}`);
+          this.lastDatabaseError = cause;
+          return check.down({ reason: 'PostgreSQL does not answer (the log says why)' });
         }
       },
       async () => {

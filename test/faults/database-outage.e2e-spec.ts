@@ -40,7 +40,11 @@ describe('database outage (e2e, real PostgreSQL stopped and started)', () => {
     expect(down.headers.get('content-type')).toContain('application/problem+json');
     expect(down.headers.get('retry-after')).toBe('5');
     expect(down.body).toMatchObject({ status: 503, code: 'database_unavailable' });
-    expect((await api.get('/health/ready')).status).toBe(503);
+    const ready = await api.get('/health/ready');
+    expect(ready.status).toBe(503);
+    // unauthenticated: it says the database is down, not the driver's words (host, port, user)
+    expect(ready.body).toMatchObject({ checks: { error: { database: { status: 'down', reason: 'PostgreSQL does not answer (the log says why)' } } } });
+    expect(JSON.stringify(ready.body)).not.toContain(String(port));
 
     server = await startEmbeddedPostgres(dir, port);
     await expectEventually(async () => expect((await api.get('/v2/transactions', token)).status).toBe(200), 30_000);

@@ -82,6 +82,36 @@ describe('bearer tokens verified against a JWKS (e2e, separate process)', () => 
   });
 });
 
+describe('a JWKS endpoint that does not answer (e2e, separate process)', () => {
+  let db: TestDatabase;
+  let service: ServiceProcess;
+  let base: string;
+  let jwksPort: number;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('jwks_down');
+    const [port, closed] = [await freePort(), await freePort()];
+    jwksPort = closed;
+    base = `http://127.0.0.1:${port}`;
+    service = startService({ PORT: String(port), DATABASE_URL: db.url, JWT_SECRET: undefined, JWT_JWKS_URI: `http://127.0.0.1:${closed}/jwks.json`, CONSUMER_ENABLED: 'false', LOG_LEVEL: 'warn' });
+    await expectEventually(async () => expect((await fetch(`${base}/health/live`)).status).toBe(200), 60_000, 250);
+  }, 90_000);
+  afterAll(async () => {
+    await service?.kill('SIGTERM');
+    await db?.drop();
+  });
+
+  it('answers 401 without the fetch error (hosts and ports of the service network), and logs it', async () => {
+    const key = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const response = await fetch(`${base}/v2/transactions`, { headers: { authorization: `Bearer ${jwt.sign({ app: 'app-1', scope: 'transactions:read' }, key.privateKey, { algorithm: 'RS256', keyid: 'k1', expiresIn: 60 })}` } });
+    const text = await response.text();
+    expect(response.status).toBe(401);
+    expect(JSON.parse(text)).toMatchObject({ code: 'token_invalid', detail: 'The bearer token could not be verified.' });
+    expect(text).not.toContain(String(jwksPort));
+    await expectEventually(async () => expect(service.output()).toMatch(/a bearer token could not be verified: .*ECONNREFUSED/), 5_000, 100);
+  });
+});
+
 describe('configuration checked at boot (separate process)', () => {
   it('refuses to start in production without JWT_SECRET or JWT_JWKS_URI', async () => {
     const service = startService({ NODE_ENV: 'production', JWT_SECRET: undefined, DATABASE_URL: 'postgres://127.0.0.1:1/none' });
