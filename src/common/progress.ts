@@ -1,15 +1,26 @@
 import { SingleBar } from 'cli-progress';
 
-/** Items per second over the last ten seconds of samples. */
+/**
+ * Items per second over the last ten seconds of samples; undefined until the samples span a second
+ * (a rate over a few milliseconds says 0 or millions). Samples closer than 100 ms are folded, so a
+ * caller updating per item keeps a short list.
+ */
 export class SlidingRate {
   private samples: { at: number; done: number }[] = [];
-  update(done: number, now = Date.now()): number {
-    this.samples.push({ at: now, done });
-    while (this.samples.length > 2 && now - this.samples[0].at > 10_000) this.samples.shift();
+  update(done: number, now = Date.now()): number | undefined {
+    const last = this.samples.at(-1);
+    if (last && now - last.at < 100 && this.samples.length > 1) last.done = done;
+    else this.samples.push({ at: now, done });
+    while (this.samples.length > 2 && now - this.samples[1].at >= 10_000) this.samples.shift();
     const first = this.samples[0];
     const seconds = (now - first.at) / 1000;
-    return seconds > 0 ? (done - first.done) / seconds : 0;
+    return seconds >= 1 ? (done - first.done) / seconds : undefined;
   }
+}
+
+/** A whole number of items per second; "-" until there is one to go by. */
+export function formatRate(perSecond: number | undefined): string {
+  return perSecond === undefined || !Number.isFinite(perSecond) ? '-' : String(Math.round(perSecond));
 }
 
 /** "42 s", "3 min 5 s", "1 h 2 min"; "-" while there is no rate to go by. */
@@ -36,7 +47,7 @@ export type Progress = { update(u: ProgressUpdate): void; stop(): void };
  * Count, rate and ETA: a bar on a terminal, a plain line every `everyMs` otherwise (pipes, files,
  * CI logs), so progress is readable wherever stderr goes.
  */
-export function createProgress(o: { label: string; unit: string; tty?: boolean; everyMs?: number; write?: (line: string) => void }): Progress {
+export function createProgress(o: { label: string; unit: string; tty?: boolean; everyMs?: number; write?: (line: string) => void; stream?: NodeJS.WritableStream }): Progress {
   const tty = o.tty ?? process.stderr.isTTY === true;
   const write = o.write ?? ((line: string) => process.stderr.write(line));
   const rate = new SlidingRate();
@@ -47,15 +58,17 @@ export function createProgress(o: { label: string; unit: string; tty?: boolean; 
     return ((Date.now() - started) / 1000) * ((1 - u.fraction) / u.fraction);
   };
   if (tty) {
+    // Our own names only: cli-progress fills {eta} and {value} itself from the bar's 0..1000 steps
+    // (ETA NULL/INF while the steps stand still), over whatever the payload says.
     const bar = new SingleBar({
-      format: `${o.label} [{bar}] {pct} | {count} ${o.unit} | {rate} ${o.unit}/s | ETA {eta} | {detail}`,
-      stream: process.stderr,
+      format: `${o.label} [{bar}] {pct} | {count} ${o.unit} | {speed} ${o.unit}/s | ETA {remaining} | {detail}`,
+      stream: o.stream ?? process.stderr,
       hideCursor: true,
     });
     let running = false;
     return {
       update(u) {
-        const payload = { pct: u.fraction === undefined ? '-' : `${Math.floor(u.fraction * 100)}%`, count: u.done, rate: Math.round(rate.update(u.done)), eta: formatEta(eta(u)), detail: u.detail ?? '' };
+        const payload = { pct: u.fraction === undefined ? '-' : `${Math.floor(u.fraction * 100)}%`, count: u.done, speed: formatRate(rate.update(u.done)), remaining: formatEta(eta(u)), detail: u.detail ?? '' };
         if (!running) bar.start(1000, 0, payload);
         running = true;
         bar.update(Math.round((u.fraction ?? 0) * 1000), payload);
@@ -74,7 +87,7 @@ export function createProgress(o: { label: string; unit: string; tty?: boolean; 
       if (Date.now() - last < everyMs) return;
       last = Date.now();
       const pct = u.fraction === undefined ? '' : `, ${Math.floor(u.fraction * 100)}%`;
-      write(`${new Date().toISOString()} ${o.label}: ${u.done} ${o.unit}${pct}, ${Math.round(r)} ${o.unit}/s, ETA ${formatEta(eta(u))}${u.detail ? `, ${u.detail}` : ''}\n`);
+      write(`${new Date().toISOString()} ${o.label}: ${u.done} ${o.unit}${pct}, ${formatRate(r)} ${o.unit}/s, ETA ${formatEta(eta(u))}${u.detail ? `, ${u.detail}` : ''}\n`);
     },
     stop: () => undefined,
   };
