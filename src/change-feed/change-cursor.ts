@@ -1,7 +1,11 @@
 import { InvalidParameterError } from '../common/errors.js';
 
-/** Where a client stands in the change feed: the last row it received, in (position, key) order. */
-export type ChangeCursor = { position: string; key: string };
+/**
+ * Where a client stands in the change feed: the last row it received, in (position, key) order.
+ * `origin`: the feed's high-water mark when the client began at changedAfter=0 (signed cursors only):
+ * deletions below it came before the client held anything and are not shown to it.
+ */
+export type ChangeCursor = { position: string; key: string; origin?: string };
 
 export const FEED_START: ChangeCursor = { position: '0', key: '' };
 

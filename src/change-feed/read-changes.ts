@@ -8,7 +8,14 @@ import { encodeCursor, type ChangeCursor } from './change-cursor.js';
  * from) and the same in the unsigned form the service stores for itself (`next`). The API hands out
  * `last` signed (CursorSigner.issue).
  */
-export type ChangePage<Row> = { rows: Row[]; positions: ChangeCursor[]; last: ChangeCursor; next: string };
+export type ChangePage<Row> = {
+  rows: Row[];
+  positions: ChangeCursor[];
+  last: ChangeCursor;
+  next: string;
+  /** Per row: a deletion entry (public.feed_deletions), whose row holds only its key (docs/change-feed.md, "Deletions"), and when it was deleted. */
+  deleted: (string | undefined)[];
+};
 
 /** Runs one statement: the pool's prepared statements for the API, a transaction's manager elsewhere. */
 export type RunQuery = <R>(name: string, sql: string, params: unknown[]) => Promise<R[]>;
@@ -32,7 +39,32 @@ export function changesSql(table: FeedTable, columns: string): string {
     LIMIT $4`;
 }
 
-type Positioned = { changePosition: string; changeKey: string };
+/**
+ * The same, with the deletion entries of public.feed_deletions merged in (position, key) order: a
+ * deleted row comes with its key alone (the shown columns NULL, changeDeletedAt set). Only entries
+ * at or above $5 (the position the client began reading at, docs/change-feed.md "Deletions"): one
+ * deleted before a client began cannot concern a row it holds, and naming it would reveal an erased
+ * customer. Both parts are range reads on their (app_id, ..., position, key) indexes.
+ */
+export function changesWithDeletionsSql(table: FeedTable, columns: string): string {
+  const key = KEY_COLUMN[table];
+  return `
+    WITH picked AS (
+      (SELECT t.change_position AS pos, t.${key} AS k, NULL::timestamptz AS deleted_at FROM read_model.${table} t
+       WHERE t.app_id = $1 AND (t.change_position, t.${key}) > ($2::bigint, $3::text) AND t.change_position < ${HIGH_WATER}
+       ORDER BY t.change_position, t.${key} LIMIT $4)
+      UNION ALL
+      (SELECT d.change_position, d.row_key, d.deleted_at FROM public.feed_deletions d
+       WHERE d.app_id = $1 AND d.feed_table = '${table}' AND (d.change_position, d.row_key) > ($2::bigint, $3::text)
+         AND d.change_position >= $5::bigint AND d.change_position < ${HIGH_WATER}
+       ORDER BY d.change_position, d.row_key LIMIT $4)
+      ORDER BY 1, 2, 3 NULLS FIRST LIMIT $4)
+    SELECT p.pos::text AS "changePosition", p.k AS "changeKey", p.deleted_at AS "changeDeletedAt", ${columns}
+    FROM picked p LEFT JOIN read_model.${table} t ON p.deleted_at IS NULL AND t.app_id = $1 AND t.${key} = p.k
+    ORDER BY p.pos, p.k, p.deleted_at NULLS FIRST`;
+}
+
+type Positioned = { changePosition: string; changeKey: string; changeDeletedAt?: Date | null };
 
 export async function readChanges<Row extends object>(
   run: RunQuery,
@@ -41,11 +73,17 @@ export async function readChanges<Row extends object>(
   appId: string,
   after: ChangeCursor,
   limit: number,
+  /** Merge in the deletion entries at or above this position (see changesWithDeletionsSql); none when omitted. */
+  deletionsFrom?: string,
 ): Promise<ChangePage<Row>> {
-  if (limit === 0) return { rows: [], positions: [], last: after, next: encodeCursor(after) };
-  const found = await run<Row & Positioned>(`changes-${table}`, changesSql(table, columns), [appId, after.position, after.key, limit]);
+  if (limit === 0) return { rows: [], positions: [], last: after, next: encodeCursor(after), deleted: [] };
+  const found =
+    deletionsFrom === undefined
+      ? await run<Row & Positioned>(`changes-${table}`, changesSql(table, columns), [appId, after.position, after.key, limit])
+      : await run<Row & Positioned>(`changes-${table}-deletions`, changesWithDeletionsSql(table, columns), [appId, after.position, after.key, limit, deletionsFrom]);
   const positions = found.map((r) => ({ position: r.changePosition, key: r.changeKey }));
-  const rows = found.map(({ changePosition: _p, changeKey: _k, ...row }) => row as unknown as Row);
+  const deleted = found.map((r) => (r.changeDeletedAt ? new Date(r.changeDeletedAt).toISOString() : undefined));
+  const rows = found.map(({ changePosition: _p, changeKey: _k, changeDeletedAt: _d, ...row }) => row as unknown as Row);
   const last = positions.at(-1) ?? after;
-  return { rows, positions, last, next: encodeCursor(last) };
+  return { rows, positions, last, next: encodeCursor(last), deleted };
 }

@@ -65,6 +65,18 @@ describe('signed change cursor', () => {
     expect(refusal(() => signer.verify('customers', 'a', text))).toMatchObject({ parameter: 'changedAfter' });
   });
 
+  it('carries the origin (where the client began) when given, signed like the rest; cursors without one read back without one', () => {
+    const c = { position: '42', key: 'bob', origin: '40' };
+    const text = signer.issue('customers', 'app-1', c);
+    expect(signer.verify('customers', 'app-1', text)).toEqual(c);
+    expect(Buffer.from(text, 'base64url')[0]).toBe(0x02);
+    expect(signer.verify('customers', 'app-1', signer.issue('customers', 'app-1', { position: '42', key: 'bob' }))).toEqual({ position: '42', key: 'bob' });
+    // Another origin with the same MAC (a client lowering it to be shown older deletions) is refused.
+    const bytes = Buffer.from(text, 'base64url');
+    bytes.writeBigUInt64BE(0n, 9);
+    expect(refusal(() => signer.verify('customers', 'app-1', bytes.toString('base64url')))).toMatchObject({ parameter: 'changedAfter' });
+  });
+
   it('refuses a key shorter than 32 bytes', () => {
     expect(() => new CursorSigner(randomBytes(16))).toThrow('at least 32 bytes');
   });

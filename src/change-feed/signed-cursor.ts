@@ -9,6 +9,10 @@ import type { FeedTable } from './change-positions.sql.js';
  * reads from a position it handed out itself (docs/change-feed.md, "Cursors"). A cursor is
  *
  *   base64url( version 0x01 | position: 8 bytes, big-endian | row key: UTF-8 | MAC: 16 bytes )
+ *   base64url( version 0x02 | position: 8 bytes | origin: 8 bytes | row key: UTF-8 | MAC: 16 bytes )
+ *
+ * (0x02 when the cursor carries an origin: where the client began reading, so deletion entries from
+ * before it are not shown to it; docs/change-feed.md, "Deletions").
  *
  * where MAC is HMAC-SHA-256, cut to 128 bits, over the listing, the application and everything before
  * it, under the key stored in `public.change_feed_cursor_key`. No clock and no database state other
@@ -16,6 +20,7 @@ import type { FeedTable } from './change-positions.sql.js';
  * a replica that has not yet caught up with the instance that issued it.
  */
 const VERSION = 0x01;
+const VERSION_WITH_ORIGIN = 0x02;
 const POSITION_BYTES = 8;
 const MAC_BYTES = 16;
 const MAX_POSITION = 2n ** 63n - 1n;
@@ -43,7 +48,9 @@ export class CursorSigner {
   issue(feed: FeedTable, appId: string, c: ChangeCursor): string {
     const position = Buffer.alloc(POSITION_BYTES);
     position.writeBigUInt64BE(BigInt(c.position));
-    const body = Buffer.concat([Buffer.of(VERSION), position, Buffer.from(c.key, 'utf8')]);
+    const origin = Buffer.alloc(c.origin === undefined ? 0 : POSITION_BYTES);
+    if (c.origin !== undefined) origin.writeBigUInt64BE(BigInt(c.origin));
+    const body = Buffer.concat([Buffer.of(c.origin === undefined ? VERSION : VERSION_WITH_ORIGIN), position, origin, Buffer.from(c.key, 'utf8')]);
     return Buffer.concat([body, this.mac(feed, appId, body)]).toString('base64url');
   }
 
@@ -55,7 +62,7 @@ export class CursorSigner {
     const bytes = Buffer.from(text, 'base64url');
     // Only the canonical spelling: another one (spare bits set in the last character) is not what was issued.
     if (bytes.toString('base64url') !== text) throw refuse();
-    if (bytes[0] !== VERSION) {
+    if (bytes[0] !== VERSION && bytes[0] !== VERSION_WITH_ORIGIN) {
       if (UNSIGNED.test(bytes.subarray(0, 20).toString('latin1'))) {
         throw new InvalidParameterError(
           parameter,
@@ -64,19 +71,21 @@ export class CursorSigner {
       }
       throw refuse();
     }
-    if (bytes.length < 1 + POSITION_BYTES + MAC_BYTES) throw refuse();
+    const keyAt = 1 + POSITION_BYTES + (bytes[0] === VERSION_WITH_ORIGIN ? POSITION_BYTES : 0);
+    if (bytes.length < keyAt + MAC_BYTES) throw refuse();
     const body = bytes.subarray(0, bytes.length - MAC_BYTES);
     if (!timingSafeEqual(bytes.subarray(body.length), this.mac(feed, appId, body))) throw refuse();
     // Signed, so issued here; checked all the same, so a leaked key cannot make a cursor crash a query.
     const position = body.readBigUInt64BE(1);
+    const origin = keyAt > 1 + POSITION_BYTES ? body.readBigUInt64BE(1 + POSITION_BYTES) : undefined;
     let key: string;
     try {
-      key = utf8.decode(body.subarray(1 + POSITION_BYTES));
+      key = utf8.decode(body.subarray(keyAt));
     } catch {
       throw refuse();
     }
-    if (position > MAX_POSITION || key.includes('\0')) throw refuse();
-    return { position: position.toString(), key };
+    if (position > MAX_POSITION || (origin !== undefined && origin > MAX_POSITION) || key.includes('\0')) throw refuse();
+    return origin === undefined ? { position: position.toString(), key } : { position: position.toString(), key, origin: origin.toString() };
   }
 
   private mac(feed: FeedTable, appId: string, body: Buffer): Buffer {

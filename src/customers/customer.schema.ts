@@ -19,6 +19,12 @@ export const customerSummarySchema = {
       },
     },
     receiptIds: { type: 'array', items: { type: 'string' } },
+    deleted: {
+      type: 'boolean',
+      description:
+        'Change feed only (changedAfter, customer.deleted webhooks): true when the customer was removed (erased, docs/privacy.md); delete your copy stored under ' +
+        'applicationUsername. customerInfo is then {} and receiptIds []. Absent on every other row.',
+    },
   },
 } as const;
 
@@ -36,4 +42,4 @@ export type CustomerInfo = {
   activeSubscriber?: boolean;
 };
 
-export type CustomerSummary = { applicationUsername: string; customerInfo: CustomerInfo; receiptIds: string[] };
+export type CustomerSummary = { applicationUsername: string; customerInfo: CustomerInfo; receiptIds: string[]; deleted?: true };

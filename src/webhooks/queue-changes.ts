@@ -1,13 +1,21 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { decodeCursor, encodeCursor, type ChangeCursor } from '../change-feed/change-cursor.js';
 import { readChanges, type ChangePage, type RunQuery } from '../change-feed/read-changes.js';
+import { deletionEntry } from '../customers/list-customer-changes/list-customer-changes.handler.js';
 import { toSummaries } from '../customers/list-customers/list-customers.handler.js';
 import { CUSTOMER_COLUMNS, type CustomerRow } from '../customers/list-customers/list-customers.sql.js';
 import { toView } from '../transactions/list-transactions/list-transactions.handler.js';
 import { TRANSACTION_COLUMNS, type TransactionRow } from '../transactions/list-transactions/list-transactions.sql.js';
 import { webhooksSql } from './webhooks.sql.js';
 
-export type WebhookEventType = 'customer.updated' | 'transaction.updated';
+export type WebhookEventType = 'customer.updated' | 'customer.deleted' | 'transaction.updated';
+
+/**
+ * A deletion from before the endpoint was registered cannot concern a row it was sent, and sending it
+ * would name an erased customer (docs/change-feed.md, "Deletions"); the minute covers an erasure
+ * committing just after registration while a from-start endpoint was sent the row.
+ */
+const DELETIONS_BEFORE_REGISTRATION_MS = 60_000;
 
 /**
  * orderKey: the customer whose changes go one at a time (a transaction's: its receipt's owner now).
@@ -33,10 +41,10 @@ export async function queueChanges(db: DataSource, now: () => Date, pageSize = 2
 async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, pageSize: number): Promise<number> {
   const [{ locked }] = (await m.query(webhooksSql.tryQueueLock, [id])) as { locked: boolean }[];
   if (!locked) return 0; // another instance is queueing for this endpoint
-  const [endpoint] = (await m.query(webhooksSql.endpointCursors, [id])) as { app_id: string; customers_cursor: string; transactions_cursor: string }[];
+  const [endpoint] = (await m.query(webhooksSql.endpointCursors, [id])) as { app_id: string; customers_cursor: string; transactions_cursor: string; created_at: Date }[];
   if (!endpoint) return 0;
   const run: RunQuery = (_name, sql, params) => m.query(sql, params);
-  const customers = await readChanges<CustomerRow>(run, 'customers', CUSTOMER_COLUMNS, endpoint.app_id, decodeCursor(endpoint.customers_cursor), pageSize);
+  const customers = await readChanges<CustomerRow>(run, 'customers', CUSTOMER_COLUMNS, endpoint.app_id, decodeCursor(endpoint.customers_cursor), pageSize, '0');
   const transactions = await readChanges<TransactionRow>(run, 'transactions', TRANSACTION_COLUMNS, endpoint.app_id, decodeCursor(endpoint.transactions_cursor), pageSize);
   if (customers.rows.length + transactions.rows.length === 0) return 0;
 
@@ -52,10 +60,14 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
 
   const at = now();
   const items: Queued[] = [];
-  const summaries = toSummaries(customers.rows.slice(0, takeCustomers), at);
-  summaries.forEach((summary, i) =>
-    items.push({ position: BigInt(customers.positions[i].position), type: 'customer.updated', orderKey: `customer:${summary.applicationUsername}`, rowKey: `customer:${summary.applicationUsername}`, data: summary }),
-  );
+  const registered = new Date(endpoint.created_at).getTime() - DELETIONS_BEFORE_REGISTRATION_MS;
+  customers.rows.slice(0, takeCustomers).forEach((row, i) => {
+    const { position, key } = customers.positions[i];
+    const deletedAt = customers.deleted[i];
+    if (deletedAt !== undefined && Date.parse(deletedAt) < registered) return;
+    const data = deletedAt !== undefined ? deletionEntry(key) : toSummaries([row], at)[0];
+    items.push({ position: BigInt(position), type: deletedAt !== undefined ? 'customer.deleted' : 'customer.updated', orderKey: `customer:${key}`, rowKey: `customer:${key}`, data });
+  });
   const txRows = transactions.rows.slice(0, takeTransactions);
   const owners = new Map(
     ((await m.query(webhooksSql.receiptOwners, [endpoint.app_id, [...new Set(txRows.map((t) => t.receiptId))]])) as { receipt_id: string; application_username: string }[]).map((r) => [

@@ -3,7 +3,7 @@ const message = (type: string, data: object, description: string) => ({
   post: {
     summary: type,
     description,
-    operationId: type === 'customer.updated' ? 'customerUpdated' : 'transactionUpdated',
+    operationId: type.replace(/\.(\w)/, (_, c: string) => c.toUpperCase()),
     parameters: [
       { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'Unique per message, the same on every retry: dedupe on it' },
       { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string' }, description: 'Unix seconds when this attempt was signed' },
@@ -38,5 +38,11 @@ const message = (type: string, data: object, description: string) => ({
  */
 export const webhookPayloads = {
   'customer.updated': message('customer.updated', { $ref: '#/components/schemas/CustomerSummary' }, 'A customer row changed: the CustomerSummary as GET /v2/customers returns it (activeSubscriber as of the timestamp)'),
+  'customer.deleted': message(
+    'customer.deleted',
+    { $ref: '#/components/schemas/CustomerSummary' },
+    'A customer row was removed (erased: docs/privacy.md): {"applicationUsername": <the key your copy is stored under>, "customerInfo": {}, "receiptIds": [], "deleted": true}; delete your copy. ' +
+      'Sent only to endpoints registered before the removal (docs/change-feed.md, "Deletions")',
+  ),
   'transaction.updated': message('transaction.updated', { $ref: '#/components/schemas/Transaction' }, 'A transaction row changed: the Transaction as GET /v2/transactions returns it'),
 };

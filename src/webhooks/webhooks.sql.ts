@@ -11,7 +11,7 @@ export const webhooksSql = {
   tryQueueLock: `SELECT pg_try_advisory_xact_lock(${WEBHOOK_QUEUE_LOCK_SPACE}, $1::bigint::int) AS locked`,
 
   endpointCursors: `
-    SELECT app_id, customers_cursor, transactions_cursor FROM public.webhook_endpoints
+    SELECT app_id, customers_cursor, transactions_cursor, created_at FROM public.webhook_endpoints
     WHERE id = $1::bigint AND disabled_at IS NULL`,
 
   /** Who owns each receipt now: a transaction's deliveries are ordered with its customer's. */

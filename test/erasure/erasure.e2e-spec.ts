@@ -60,7 +60,7 @@ describe('forget a customer (e2e: HTTP, CLI, rebuild; real PostgreSQL, embedded 
   const del = (name: string, token?: string) =>
     fetch(`${api.baseUrl}/v2/customers/${encodeURIComponent(name)}`, { method: 'DELETE', headers: token ? { authorization: `Bearer ${token}` } : {} }).then(async (r) => ({
       status: r.status,
-      body: await r.json(),
+      body: (await r.json()) as any,
     }));
   const everything = async () => {
     const token = api.token(APP);

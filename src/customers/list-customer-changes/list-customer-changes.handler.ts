@@ -2,6 +2,7 @@ import type { OnModuleInit } from '@nestjs/common';
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { HIGH_WATER } from '../../change-feed/change-positions.sql.js';
 import { onPool, readChanges } from '../../change-feed/read-changes.js';
 import { cursorSigner, type CursorSigner } from '../../change-feed/signed-cursor.js';
 import { Clock } from '../../common/clock.js';
@@ -28,11 +29,20 @@ export class ListCustomerChangesHandler implements IQueryHandler<ListCustomerCha
 
   async execute(query: ListCustomerChangesQuery): Promise<Page<CustomerSummary>> {
     const after = this.cursors.verify('customers', query.appId, query.after);
+    // Deletion entries are shown only from where the client began (docs/change-feed.md, "Deletions"):
+    // starting at 0, that is the high-water mark now, read before the page, so every deletion the
+    // client's rows can predate is at or above it. Cursors issued before origins existed see them all.
+    const origin = query.after === '0' ? (await preparedQuery<{ mark: string }>(this.db, 'feed-high-water', `SELECT ${HIGH_WATER}::text AS mark`, []))[0].mark : after.origin;
     const [[{ total }], page] = await Promise.all([
       preparedQuery<{ total: string }>(this.db, 'customers-total', customerTotalSql, [query.appId]),
-      readChanges<CustomerRow>(onPool(this.db), 'customers', CUSTOMER_COLUMNS, query.appId, after, query.limit),
+      readChanges<CustomerRow>(onPool(this.db), 'customers', CUSTOMER_COLUMNS, query.appId, after, query.limit, origin ?? '0'),
     ]);
-    const next = this.cursors.issue('customers', query.appId, page.last);
-    return { rows: toSummaries(page.rows, this.clock.now()), paging: { skip: 0, limit: query.limit, total: Number(total), next } };
+    const next = this.cursors.issue('customers', query.appId, { ...page.last, origin });
+    const now = this.clock.now();
+    const rows = page.rows.map((row, i) => (page.deleted[i] ? deletionEntry(page.positions[i].key) : toSummaries([row], now)[0]));
+    return { rows, paging: { skip: 0, limit: query.limit, total: Number(total), next } };
   }
 }
+
+/** A change-feed deletion entry (docs/change-feed.md, "Deletions"): the key the client stores the row under, and the marker. */
+export const deletionEntry = (applicationUsername: string): CustomerSummary => ({ applicationUsername, customerInfo: {}, receiptIds: [], deleted: true });

@@ -1,0 +1,151 @@
+import { jest } from '@jest/globals';
+import type { WebhookSettings } from '../../src/config/app-config.js';
+import { queueChanges } from '../../src/webhooks/queue-changes.js';
+import { WebhookSender } from '../../src/webhooks/send-deliveries.js';
+import { addEndpoint } from '../../src/webhooks/webhook-endpoints.js';
+import { startTestApp, type TestApp } from '../utils/app.js';
+import { listAll, ROW_KEY, type Listing, type Row } from '../utils/change-feed.js';
+import { createTestDatabase, type TestDatabase } from '../utils/database.js';
+import { linkEvent, project, txEvent } from '../utils/events.js';
+import { startReceiver } from '../utils/webhook-receiver.js';
+
+jest.setTimeout(120_000);
+
+// Deletion entries (docs/change-feed.md, "Deletions"): a feed client and a webhook receiver that
+// apply them end equal to the listings; a client that began after an erasure is never told the name.
+
+const APP = 'erase-feed';
+const ALICE = 'alice.feed@example.com';
+const CAROL = 'carol.feed@example.com';
+const BOB = 'bob.feed@example.com';
+
+const day = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
+const erasure = (user: string, time: string) => ({ specversion: '1.0', id: `erase-${user}-${time}`, source: 'test', type: 'customer.erased', time, appid: APP, data: { applicationUsername: user } });
+const tx = (id: string, receipt: string, user: string | undefined, d: number) =>
+  txEvent({ app: APP, time: day(d), data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, purchaseId: `apple:p-${receipt}`, expirationDate: day(d + 30), ...(user ? { applicationUsername: user } : {}) } });
+
+/** A change-feed client that applies deletion entries; returns its cursor after the last (empty) page. */
+async function sync(api: TestApp, token: string, listing: Listing, cursor: string, rows: Map<string, Row>, seen: Row[], limit = 2): Promise<string> {
+  for (;;) {
+    const res = await api.get(`/v2/${listing}?changedAfter=${encodeURIComponent(cursor)}&limit=${limit}`, token);
+    if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
+    for (const row of res.body.rows as Row[]) {
+      seen.push(row);
+      const key = row[ROW_KEY[listing]] as string;
+      if (row.deleted === true) rows.delete(key);
+      else rows.set(key, row);
+    }
+    cursor = res.body.paging.next;
+    if (res.body.rows.length === 0) return cursor;
+  }
+}
+
+describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a webhook receiver on loopback)', () => {
+  let db: TestDatabase;
+  let api: TestApp;
+  let hook: Awaited<ReturnType<typeof startReceiver>>;
+  let settings: WebhookSettings;
+  const secrets = new Map<string, string>();
+  const received = new Map<string, { customers: Map<string, Row>; transactions: Map<string, Row>; types: string[] }>();
+
+  beforeAll(async () => {
+    db = await createTestDatabase('erasure_feed');
+    api = await startTestApp({ databaseUrl: db.url, env: { WEBHOOK_DELIVERY_ENABLED: 'false', WEBHOOK_ALLOW_HOSTS: '127.0.0.1' } });
+    settings = { ...api.config.webhooks, retryBaseMs: 50, maxInFlight: 4, timeoutMs: 5_000 };
+    hook = await startReceiver(() => ({ status: 204 }));
+  });
+  afterAll(async () => {
+    await hook?.close();
+    await api?.close();
+    await db?.drop();
+  });
+
+  /** Queues and sends until nothing is pending; applies what the receiver got, per endpoint secret, in arrival order. */
+  async function deliver(): Promise<void> {
+    const sender = new WebhookSender(db.dataSource, settings);
+    for (let i = 0; i < 200; i++) {
+      await queueChanges(db.dataSource, () => new Date());
+      await sender.sendDue();
+      await sender.idle();
+      const [{ pending }] = await db.dataSource.query(`SELECT count(*)::int AS pending FROM public.webhook_deliveries WHERE status = 'pending'`);
+      if (pending === 0) break;
+    }
+    await sender.close();
+    for (const r of hook.received.splice(0)) {
+      const [id] = [...secrets].find(([, secret]) => hook.verify(secret, r)) ?? [];
+      if (id === undefined) throw new Error('a message no endpoint signed');
+      const copy = received.get(id)!;
+      copy.types.push(r.message.type);
+      const data = r.message.data;
+      if (r.message.type === 'customer.deleted') copy.customers.delete(data.applicationUsername as string);
+      else if (r.message.type === 'customer.updated') copy.customers.set(data.applicationUsername as string, data);
+      else copy.transactions.set(data.transactionId as string, data);
+    }
+  }
+  async function register(fromStart: boolean): Promise<string> {
+    const { id, secret } = await addEndpoint(db.dataSource, settings, { appId: APP, url: hook.url, fromStart });
+    secrets.set(id, secret);
+    received.set(id, { customers: new Map(), transactions: new Map(), types: [] });
+    return id;
+  }
+
+  it('a client and a receiver that apply deletions end equal to the listings; a client or endpoint that began after an erasure never gets its name', async () => {
+    const token = api.token(APP);
+    const early = await register(false);
+    await project(db.dataSource, [
+      tx('a-1', 'r-a', ALICE, 1),
+      tx('a-2', 'r-a', ALICE, 31),
+      tx('c-1', 'r-c', CAROL, 2),
+      tx('b-1', 'r-b', BOB, 3),
+      linkEvent({ app: APP, time: day(5), receiptId: 'apple:r-c', user: ALICE }), // carol's receipt moves to alice
+      tx('c-2', 'r-c2', CAROL, 6),
+    ]);
+    const client = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
+    const seen: Row[] = [];
+    const cursors = { customers: await sync(api, token, 'customers', '0', client.customers, seen), transactions: await sync(api, token, 'transactions', '0', client.transactions, seen) };
+    await deliver();
+    expect([...client.customers.keys()].sort()).toEqual([ALICE, BOB, CAROL]);
+
+    // alice and carol are erased; alice signs up again afterwards (a new customer); bob renews.
+    await project(db.dataSource, [erasure(ALICE, day(40)), erasure(CAROL, day(40))]);
+    await project(db.dataSource, [tx('b-2', 'r-b', BOB, 41)]);
+    await project(db.dataSource, [linkEvent({ app: APP, time: day(42), receiptId: 'apple:r-new', user: ALICE }), tx('n-1', 'r-new', undefined, 42)]);
+
+    seen.length = 0;
+    cursors.customers = await sync(api, token, 'customers', cursors.customers, client.customers, seen);
+    cursors.transactions = await sync(api, token, 'transactions', cursors.transactions, client.transactions, seen);
+    await deliver();
+    // As if the erasures had been applied two minutes before the next endpoint is registered (within
+    // a minute of its registration they are still sent to it: queue-changes.ts DELETIONS_BEFORE_REGISTRATION_MS).
+    await db.dataSource.query(`UPDATE public.feed_deletions SET deleted_at = deleted_at - interval '2 minutes'`);
+    const late = await register(true); // from the start, after the erasures
+    await deliver();
+    const listed = { customers: await listAll(api, token, 'customers'), transactions: await listAll(api, token, 'transactions') };
+    expect([...listed.customers.keys()].sort()).toEqual([ALICE, BOB]);
+    expect(listed.customers.get(ALICE)!.receiptIds).toEqual(['apple:r-new']);
+
+    // The client that held the rows got the deletion entries, documented shape, in position order.
+    expect(seen.filter((r) => r.deleted === true)).toEqual([
+      { applicationUsername: ALICE, customerInfo: {}, receiptIds: [], deleted: true },
+      { applicationUsername: CAROL, customerInfo: {}, receiptIds: [], deleted: true },
+    ]);
+    expect(seen.findIndex((r) => r.applicationUsername === ALICE && r.deleted === true)).toBeLessThan(seen.findIndex((r) => r.applicationUsername === ALICE && r.deleted !== true));
+    expect(client).toEqual(listed);
+    expect({ customers: received.get(early)!.customers, transactions: received.get(early)!.transactions }).toEqual(listed);
+    expect(received.get(early)!.types.filter((t) => t === 'customer.deleted')).toHaveLength(2);
+
+    // A client starting from 0 now, and the endpoint registered from the start after the erasures,
+    // end equal too, and were never sent carol's name (erased, not back) nor a deletion entry.
+    const fresh = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
+    const freshSeen: Row[] = [];
+    await sync(api, token, 'customers', '0', fresh.customers, freshSeen, 1);
+    await sync(api, token, 'transactions', '0', fresh.transactions, freshSeen, 1);
+    expect(fresh).toEqual(listed);
+    expect(JSON.stringify(freshSeen)).not.toContain(CAROL);
+    expect(freshSeen.filter((r) => r.deleted === true)).toEqual([]);
+    expect({ customers: received.get(late)!.customers, transactions: received.get(late)!.transactions }).toEqual(listed);
+    expect(received.get(late)!.types).not.toContain('customer.deleted');
+    const lateBodies = await db.dataSource.query(`SELECT payload FROM public.webhook_deliveries WHERE endpoint_id = $1::bigint`, [late]);
+    expect(JSON.stringify(lateBodies)).not.toContain(CAROL);
+  });
+});
