@@ -81,6 +81,9 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
     // Room for the documented maximum username list (1000 names averaging up to ~200 encoded bytes).
     // Time to receive a whole request, headers and body; database time is bounded by STATEMENT_TIMEOUT_MS (then 503).
     http: { maxHeaderSize: MAX_HEADER_BYTES, ...deadlines },
+    // A path parameter may be a whole username (DELETE /v2/customers/{applicationUsername}): up to
+    // 512 UTF-8 bytes, 1536 characters percent-encoded (the router's default, 100, answered 414).
+    maxParamLength: 3 * 512,
     requestTimeout: deadlines.requestTimeout,
     clientErrorHandler: answerClientError,
     // The router refuses a malformed URL (400) or an over-long parameter (414) before any hook runs,

@@ -92,6 +92,12 @@ describe('forget a customer (e2e: HTTP, CLI, rebuild; real PostgreSQL, embedded 
     expect(withNul.status).toBe(400);
     expect(JSON.stringify(withNul.body)).toContain('applicationUsername');
 
+    // The contract's whole range: 512 UTF-8 bytes (1536 characters percent-encoded) are taken, 513 refused naming the parameter.
+    expect(await del('é'.repeat(256), eraser)).toMatchObject({ status: 202 });
+    const over = await del(`x${'é'.repeat(256)}`, eraser);
+    expect({ status: over.status, parameter: over.body.parameter }).toEqual({ status: 400, parameter: 'applicationUsername' });
+    await db.dataSource.query(`DELETE FROM public.erasure_audit`);
+
     const accepted = await del(ALICE, eraser);
     expect(accepted.status).toBe(202);
     expect(accepted.body).toEqual({ eventId: expect.stringMatching(/^erasure-/) });
