@@ -13,6 +13,7 @@ import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projec
 import { BatchAbandoned, Projector } from '../projector.js';
 import { deadLetterTooLarge } from '../dead-letter-too-large.js';
 import { PROJECTION_OBSERVER, type ProjectionObserver } from '../projection-observer.js';
+import { CatchUpLog } from '../catch-up-log.js';
 
 const IDLE_POLL_MS = 1_000;
 /**
@@ -30,6 +31,7 @@ const BATCH_BYTES = 8 * 1024 * 1024;
 @Injectable()
 export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
   private readonly logger = new Logger('event-log-consumer');
+  private readonly catchUp = new CatchUpLog((line) => this.logger.log(line));
   private status: 'starting' | 'running' | 'retrying' | 'blocked' | 'stopped' = 'stopped';
   private reason?: string;
   private reported?: string;
@@ -120,6 +122,9 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
         }
         if (messages.length > 0) {
           await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping }, { schema, stage: this.target.stage });
+          const next = BigInt(messages.at(-1)!.offset) + 1n;
+          // the log's end only matters while there is more to read: a batch that reached it is caught up
+          this.catchUp.batchApplied(EMBEDDED_PARTITION, messages.length, next, read?.more ? (await eventLogBounds(this.db, topic)).high : next);
           if (read?.more) continue;
         }
         await this.idle();

@@ -16,6 +16,7 @@ import { RoundSharing } from './round-sharing.js';
 import { messageSha1 } from '../../projection/apply-batch.js';
 import { deadLetterTooLarge } from '../dead-letter-too-large.js';
 import { PROJECTION_OBSERVER, type ProjectionObserver } from '../projection-observer.js';
+import { CatchUpLog } from '../catch-up-log.js';
 
 const logMessage = (m: { offset: string; key: Buffer | null; value: Buffer | null; timestamp?: string }): LogMessage => ({
   offset: m.offset,
@@ -42,6 +43,7 @@ const BLOCKED_RECHECK_MS = 5_000;
 @Injectable()
 export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
   private readonly logger = new Logger('kafka-consumer');
+  private readonly catchUp = new CatchUpLog((line) => this.logger.log(line));
   private readonly settings: KafkaSettings;
   /** EVENT_MAX_BYTES: larger messages (the broker may allow them) are dead-lettered too_large. */
   private readonly maxMessageBytes: number;
@@ -233,6 +235,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     this.held.clear();
     this.sharing.assigned();
     for (const partition of [...this.blocked.keys()]) if (!this.assigned.includes(partition)) this.blocked.delete(partition);
+    for (const partition of this.nextOffsets.keys()) if (!this.assigned.includes(partition)) this.catchUp.forget(partition);
     this.nextOffsets.clear();
     this.anchors.clear();
     if (this.assigned.length === 0) return;
@@ -412,6 +415,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     }
     this.nextOffsets.set(partition, BigInt(outcome.nextOffset));
     await consumer.commitOffsets([{ topic: this.settings.topic, partition, offset: outcome.nextOffset }]);
+    this.catchUp.batchApplied(partition, Number(BigInt(outcome.nextOffset) - BigInt(firstOffset)), BigInt(outcome.nextOffset), logEnd);
     return outcome;
   }
 
