@@ -138,6 +138,16 @@ describe('forget a customer (e2e: HTTP, CLI, rebuild; real PostgreSQL, embedded 
     for (const name of ERASED) expect(await storedMentions(name)).toEqual({ eventLog: 0, deadLetters: 0, deliveries: 0 });
   });
 
+  it('the OpenAPI document describes the route: its scope, 202 with eventId, the parameter', async () => {
+    const doc = (await api.get('/openapi.json')).body;
+    const op = doc.paths['/v2/customers/{applicationUsername}'].delete;
+    expect(op.operationId).toBe('eraseCustomer');
+    expect(JSON.stringify(op.security)).toContain('customers:erase');
+    expect(op.responses['202'].content['application/json'].schema.required).toEqual(['eventId']);
+    expect(op.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toContain('path:applicationUsername');
+    for (const status of ['400', '401', '403']) expect(op.responses[status]).toBeDefined();
+  });
+
   it('rebuild and rebuild --verify (the built CLI): still erased, no drift', async () => {
     const before = await everything();
     const rebuilt = await runCli(['rebuild'], env);
