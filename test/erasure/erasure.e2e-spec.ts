@@ -6,6 +6,7 @@ import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { embeddedLogCaughtUp, linkEvent, txEvent } from '../utils/events.js';
 import { expectEventually } from '../utils/expect-eventually.js';
+import { createTopic, kafkaBrokers, produce, uniqueTopic, waitUntilCaughtUp } from '../utils/kafka.js';
 import { runCli, writeTempFile } from '../utils/processes.js';
 
 jest.setTimeout(180_000);
@@ -159,5 +160,58 @@ describe('forget a customer (e2e: HTTP, CLI, rebuild; real PostgreSQL, embedded 
     expect(JSON.parse(after)[0]).toEqual(JSON.parse(before)[0]);
     expect(JSON.parse(after)[1]).toEqual(JSON.parse(before)[1]);
     for (const name of ERASED) expect(await storedMentions(name)).toEqual({ eventLog: 0, deadLetters: 0, deliveries: 0 });
+  });
+});
+
+// The same on Kafka: the service cannot rewrite the topic (docs/privacy.md, "Kafka"), but the read
+// models, both feeds and the dead letters forget the names, and so does every replay.
+describe('forget a customer on Kafka (e2e: HTTP, CLI, rebuild; real broker and PostgreSQL)', () => {
+  let db: TestDatabase;
+  let api: TestApp;
+  let topic: string;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('erasure_kafka');
+    topic = uniqueTopic('erasure');
+    await createTopic(topic, 3);
+    env = { DATABASE_URL: db.url, KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}`, KAFKA_SESSION_TIMEOUT_MS: '6000', LOG_LEVEL: 'error' };
+    api = await startTestApp({ databaseUrl: db.url, env: { ...env, CONSUMER_ENABLED: 'true', LOG_LEVEL: 'silent' } });
+    await produce(topic, [...events, poison].map((e) => Buffer.from(JSON.stringify(e))));
+    await waitUntilCaughtUp(db.dataSource, topic, 60_000);
+  });
+  afterAll(async () => {
+    await api?.close();
+    await db?.drop();
+  });
+
+  const shown = async () => {
+    const token = api.token(APP);
+    const pages = await Promise.all(['/v2/customers?limit=1000', '/v2/transactions?limit=1000', '/v2/customers?changedAfter=0&limit=1000'].map((p) => api.get(p, token)));
+    return JSON.stringify(pages.map((p) => p.body));
+  };
+  const deadLetterMentions = async (name: string) =>
+    (await db.dataSource.query(`SELECT count(*)::int AS n FROM public.dead_letters WHERE convert_from(value, 'UTF8') LIKE $1 OR reason LIKE $1`, [`%${name}%`]))[0].n;
+
+  it('DELETE and customers erase append to the topic; listings, feed and dead letters forget; rebuild --verify agrees', async () => {
+    expect(await shown()).toContain(ALICE);
+    expect(await deadLetterMentions(ALICE)).toBe(1);
+    const res = await fetch(`${api.baseUrl}/v2/customers/${encodeURIComponent(ALICE)}`, { method: 'DELETE', headers: { authorization: `Bearer ${api.token(APP, ['customers:erase'])}` } });
+    expect(res.status).toBe(202);
+    const cli = await runCli(['customers', 'erase', '--app', APP, BOB, CAROL], env);
+    expect({ code: cli.code, out: cli.stdout }).toEqual({ code: 0, out: expect.stringMatching(/^erased 2 customer\(s\) of erase-app: 2 customer.erased event\(s\) appended, 0 stored event\(s\)/) });
+    await waitUntilCaughtUp(db.dataSource, topic, 60_000);
+    const after = await shown();
+    for (const name of ERASED) expect(after).not.toContain(name);
+    expect(after).toContain(DAVE);
+    expect(await deadLetterMentions(ALICE)).toBe(0);
+
+    const verify = await runCli(['rebuild', '--verify'], env);
+    expect({ code: verify.code, out: verify.stdout + verify.stderr }).toMatchObject({ code: 0 });
+    const rebuilt = await runCli(['rebuild'], env);
+    expect(rebuilt.code).toBe(0);
+    const replayed = await shown();
+    for (const name of ERASED) expect(replayed).not.toContain(name);
+    expect(JSON.parse(replayed)[0]).toEqual(JSON.parse(after)[0]);
   });
 });
