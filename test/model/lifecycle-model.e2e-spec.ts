@@ -7,7 +7,7 @@ import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { runCli } from '../utils/processes.js';
 import { expandHistory, historyArbitrary, NOW_INSTANTS, type HistorySpec } from './lifecycle-generator.js';
-import { ReferenceModel, type RawEvent } from './reference-model.js';
+import { ReferenceModel, type CustomerFilters, type CustomerStatus, type RawEvent, type TransactionFilters } from './reference-model.js';
 import { REGRESSION_HISTORIES } from './regressions.js';
 
 // The service against the reference model: generated store lifecycles are published to the
@@ -66,7 +66,12 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
 
     const model = new ReferenceModel(shuffled);
     const apps = [...new Set(events.map((e) => e.appid))];
-    for (const now of NOW_INSTANTS) {
+    // the fixed instants, and the instants a status changes (access ends, grace starts) with 1 ms either side
+    const boundaries = [...new Set(apps.flatMap((app) => model.statusInstants(app)).map((d) => d.getTime()))]
+      .slice(0, 8)
+      .flatMap((t) => [-1, 0, 1].map((m) => new Date(t + m)));
+    const fixed = new Set(NOW_INSTANTS);
+    for (const now of [...NOW_INSTANTS, ...boundaries]) {
       clock.at = now;
       for (const app of apps) {
         const token = api.token(app);
@@ -81,6 +86,17 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
         expect(await get(`/v2/customers?applicationUsername=${[...names, 'nobody'].join(',')}`)).toEqual(
           model.customersPage(app, { usernames: [...names, 'nobody'] }, now),
         );
+        // issue 24: every combination of the customer filters, and each status's exact count
+        const products = model.transactionValues(app).productIds;
+        // at a status boundary: each status alone, and every filter at once
+        for (let mask = 1; mask < 32; mask++) {
+          if (!fixed.has(now) && mask !== 31) continue;
+          const f = customerFilters(mask, now, products);
+          expect({ mask, body: await get(`/v2/customers?${customerQuery(f)}&limit=1000`) }).toEqual({ mask, body: model.customersPage(app, { ...f, skip: 0, limit: 1000 }, now) });
+          if (mask % 8 === 1) expect(await get(`/v2/customers?${customerQuery(f)}&skip=1&limit=2`)).toEqual(model.customersPage(app, { ...f, skip: 1, limit: 2 }, now));
+        }
+        for (const status of STATUSES) expect(await get(`/v2/customers?status=${status}&limit=1000`)).toEqual(model.customersPage(app, { status: [status], skip: 0, limit: 1000 }, now));
+        if (names.length > 0) expect(await get(`/v2/customers?applicationUsername=${names.join(',')}&status=active,expired`)).toEqual(model.customersPage(app, { usernames: names, status: ['active', 'expired'] }, now));
       }
     }
     for (const app of apps) {
@@ -96,6 +112,14 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
         expect(await get(`/v2/transactions?startdate=${startdate}&enddate=${enddate}&limit=1000`)).toEqual(
           model.transactionsPage(app, { startdate, enddate, skip: 0, limit: 1000 }),
         );
+      }
+      // issue 24: every combination of the transaction filters, with and without a date range
+      const values = model.transactionValues(app);
+      for (let mask = 1; mask < 32; mask++) {
+        const f = transactionFilters(mask, values);
+        const range: { startdate?: string; enddate?: string } = mask % 2 === 0 ? { startdate: '2010-03-15T12:00:00.000Z', enddate: '2012-01-01T00:00:00.000Z' } : {};
+        const qs = new URLSearchParams([...Object.entries({ ...f, ...range }).map(([k, v]): [string, string] => [k, String(v)]), ['limit', '1000']]);
+        expect({ mask, body: await get(`/v2/transactions?${qs}`) }).toEqual({ mask, body: model.transactionsPage(app, { ...f, ...range, skip: 0, limit: 1000 }) });
       }
     }
 
@@ -116,6 +140,35 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
     );
   });
 });
+
+const STATUSES: CustomerStatus[] = ['active', 'grace_period', 'billing_retry', 'expired', 'none'];
+
+/** The customer filters the bits of `mask` turn on, with values that vary with it. */
+function customerFilters(mask: number, now: Date, products: string[]): CustomerFilters {
+  const f: CustomerFilters = {};
+  if (mask & 1) f.status = [STATUSES[mask % 5], STATUSES[(mask + 2) % 5]];
+  if (mask & 2) f.renewalIntent = mask & 8 ? 'Renew' : 'Lapse';
+  if (mask & 4) f.productId = products[mask % Math.max(products.length, 1)] ?? 'apple:monthly';
+  if (mask & 8) f.expiresAfter = new Date(now.getTime() - 30 * 86_400_000).toISOString();
+  if (mask & 16) f.expiresBefore = new Date(now.getTime() + 60 * 86_400_000).toISOString();
+  return f;
+}
+
+function customerQuery(f: CustomerFilters): string {
+  return new URLSearchParams(Object.entries(f).map(([k, v]): [string, string] => [k, Array.isArray(v) ? v.join(',') : String(v)])).toString();
+}
+
+function transactionFilters(mask: number, v: { transactionIds: string[]; purchaseIds: string[]; productIds: string[] }): TransactionFilters {
+  const pick = <T,>(list: T[], i: number) => list[i % list.length];
+  const f: TransactionFilters = {};
+  if (v.transactionIds.length === 0) return f;
+  if (mask & 1) f.transactionId = pick(v.transactionIds, mask);
+  if (mask & 2) f.purchaseId = mask & 1 ? pick(v.purchaseIds, mask) : pick(v.transactionIds, mask + 3);
+  if (mask & 4) f.productId = pick(v.productIds, mask);
+  if (mask & 8) f.platform = mask & 4 ? 'google' : 'apple';
+  if (mask & 16) f.sandbox = (mask & 2) === 0;
+  return f;
+}
 
 /** A deterministic shuffle (Fisher-Yates over a small LCG), so a failing arrival order replays; 0 keeps the order. */
 function shuffle<T>(items: readonly T[], seed: number): T[] {

@@ -41,8 +41,11 @@ type ModelTransaction = {
   replacedAt?: number;
 };
 
-export type CustomersQuery = { skip?: number; limit?: number; usernames?: string[] };
-export type TransactionsQuery = { skip?: number; limit?: number; startdate?: string; enddate?: string };
+export type CustomerStatus = 'active' | 'grace_period' | 'billing_retry' | 'expired' | 'none';
+export type CustomerFilters = { status?: CustomerStatus[]; renewalIntent?: string; productId?: string; expiresBefore?: string; expiresAfter?: string };
+export type CustomersQuery = { skip?: number; limit?: number; usernames?: string[] } & CustomerFilters;
+export type TransactionFilters = { transactionId?: string; purchaseId?: string; productId?: string; platform?: string; sandbox?: boolean };
+export type TransactionsQuery = { skip?: number; limit?: number; startdate?: string; enddate?: string } & TransactionFilters;
 
 export class ReferenceModel {
   private readonly transactions: ModelTransaction[] = [];
@@ -121,8 +124,15 @@ export class ReferenceModel {
     const limit = q.limit ?? 100;
     const from = q.startdate ? Date.parse(q.startdate) : -Infinity;
     const to = q.enddate ? Date.parse(q.enddate) : Infinity;
+    // A chain id: the id as a purchaseId, or the purchaseId of the transaction it names (docs/api.md).
+    const chain = (id: string) => new Set([id, ...this.transactions.filter((t) => t.app === app && t.transactionId === id).map((t) => t.data.purchaseId as string)]);
+    const chains = [q.transactionId, q.purchaseId].flatMap((id) => (id === undefined ? [] : [chain(id)]));
     const rows = this.transactions
       .filter((t) => t.app === app && t.date >= from && t.date < to)
+      .filter((t) => chains.every((c) => c.has(t.data.purchaseId as string)))
+      .filter((t) => q.productId === undefined || t.data.productId === q.productId)
+      .filter((t) => q.platform === undefined || t.data.platform === q.platform)
+      .filter((t) => q.sandbox === undefined || (t.data.sandbox === true) === q.sandbox)
       .sort((a, b) => (a.date !== b.date ? a.date - b.date : compareIds(a.transactionId, b.transactionId)));
     return { rows: rows.slice(skip, skip + limit).map((t) => transactionJson(t)), paging: { skip, limit, total: rows.length } };
   }
@@ -130,7 +140,8 @@ export class ReferenceModel {
   customersPage(app: string, q: CustomersQuery, now: Date) {
     const all = [...this.customers.values()]
       .filter((c) => c.app === app)
-      .sort((a, b) => (a.firstSeen !== b.firstSeen ? a.firstSeen - b.firstSeen : compareIds(a.name, b.name)));
+      .sort((a, b) => (a.firstSeen !== b.firstSeen ? a.firstSeen - b.firstSeen : compareIds(a.name, b.name)))
+      .filter((c) => this.matches(c, q, now));
     if (q.usernames) {
       const rows = all.filter((c) => q.usernames!.includes(c.name));
       return { rows: rows.map((c) => this.customerJson(c, now)), paging: { skip: 0, limit: q.usernames.length, total: rows.length } };
@@ -138,6 +149,36 @@ export class ReferenceModel {
     const skip = q.skip ?? 0;
     const limit = q.limit ?? 100;
     return { rows: all.slice(skip, skip + limit).map((c) => this.customerJson(c, now)), paging: { skip, limit, total: all.length } };
+  }
+
+  /** Every access end and grace start of the app's current subscriptions: the instants a status changes. */
+  statusInstants(app: string): Date[] {
+    const currents = [...this.customers.values()].filter((c) => c.app === app).flatMap((c) => currentOf(this.owned(c)) ?? []);
+    // grace starts first: they are rarer than access ends
+    const graces = currents.flatMap((t) => graceStart(t) ?? []);
+    return [...graces, ...currents.map((t) => accessEnd(t)!)].map((t) => new Date(t));
+  }
+
+  /** The app's transaction ids, purchase ids and products, for choosing filter values. */
+  transactionValues(app: string) {
+    const own = this.transactions.filter((t) => t.app === app);
+    return { transactionIds: own.map((t) => t.transactionId), purchaseIds: own.map((t) => t.data.purchaseId as string), productIds: own.map((t) => t.data.productId as string) };
+  }
+
+  private matches(c: { app: string; name: string }, q: CustomerFilters, now: Date): boolean {
+    const current = currentOf(this.owned(c));
+    const end = current ? accessEnd(current) : undefined;
+    if (q.status && !q.status.includes(statusOf(current, now))) return false;
+    if (q.renewalIntent !== undefined && current?.data.renewalIntent !== q.renewalIntent) return false;
+    if (q.productId !== undefined && current?.data.productId !== q.productId) return false;
+    if (q.expiresAfter !== undefined && (end === undefined || end < Date.parse(q.expiresAfter))) return false;
+    if (q.expiresBefore !== undefined && (end === undefined || end >= Date.parse(q.expiresBefore))) return false;
+    return true;
+  }
+
+  private owned(c: { app: string; name: string }): ModelTransaction[] {
+    const receiptIds = [...this.owners].filter(([key, owner]) => key.startsWith(`${c.app}\u0000`) && owner === c.name).map(([key]) => key.slice(c.app.length + 1));
+    return this.transactions.filter((t) => t.app === c.app && receiptIds.includes(t.data.receiptId as string));
   }
 
   customerNames(app: string): string[] {
@@ -171,14 +212,41 @@ function accessEnd(t: ModelTransaction): number | undefined {
   return expiration; // 5
 }
 
-function customerInfo(owned: ModelTransaction[], now: Date): Record<string, unknown> {
-  if (owned.length === 0) return {};
+/** The current subscription ("customerInfo" in docs/api.md); undefined when none grants access. */
+function currentOf(owned: ModelTransaction[]): ModelTransaction | undefined {
   const subscriptions = owned.filter((t) => accessEnd(t) !== undefined);
   const notReplaced = subscriptions.filter((t) => !isReplaced(t));
   const pool = notReplaced.length > 0 ? notReplaced : subscriptions;
-  const current = [...pool].sort(
-    (a, b) => accessEnd(b)! - accessEnd(a)! || b.date - a.date || compareIds(b.transactionId, a.transactionId),
-  )[0];
+  return [...pool].sort((a, b) => accessEnd(b)! - accessEnd(a)! || b.date - a.date || compareIds(b.transactionId, a.transactionId))[0];
+}
+
+/** When access begins to last only by a grace period: rule 4 decided the access end; else undefined. */
+function graceStart(t: ModelTransaction): number | undefined {
+  const d = t.data;
+  const expiration = ms(d.expirationDate)!;
+  const grace = ms(d.gracePeriodExpirationDate);
+  if (isReplaced(t) || d.revocationDate !== undefined || d.isExpired === true) return undefined;
+  return d.isBillingRetryPeriod === true && grace !== undefined && grace > expiration ? expiration : undefined;
+}
+
+/**
+ * docs/api.md "Customer status": none without a subscription; with access now, grace_period once the
+ * subscription's own expiration passed within a grace period, else active; without access,
+ * billing_retry while the store retries billing it (not revoked, not replaced), else expired.
+ */
+function statusOf(current: ModelTransaction | undefined, now: Date): CustomerStatus {
+  if (!current) return 'none';
+  const t = now.getTime();
+  if (accessEnd(current)! > t) {
+    const from = graceStart(current);
+    return from !== undefined && from <= t ? 'grace_period' : 'active';
+  }
+  return current.data.isBillingRetryPeriod === true && current.data.revocationDate === undefined && !isReplaced(current) ? 'billing_retry' : 'expired';
+}
+
+function customerInfo(owned: ModelTransaction[], now: Date): Record<string, unknown> {
+  if (owned.length === 0) return {};
+  const current = currentOf(owned);
   const info: Record<string, unknown> = {};
   if (current) {
     info.expirationDate = out(accessEnd(current)!);

@@ -105,4 +105,21 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     arrival: 9,
     batchSizes: [4],
   },
+  {
+    // issue 24: each status reached by one customer, asked at its boundaries (grace start, grace end,
+    // access end, refund) by the statusInstants of the model
+    name: 'statuses: in grace, in billing retry without grace, refunded, lapsed, pending only, on both stores',
+    spec: {
+      customers: [
+        { user: 0, app: 0, purchases: [monthly({ steps: ['renew', 'billing-retry'] })] },
+        { user: 1, app: 0, purchases: [monthly({ platform: 'google', startDay: 30, steps: ['billing-retry-no-grace'] })] },
+        { user: 2, app: 0, purchases: [monthly({ startDay: 20, steps: ['renew', 'refund'] })] },
+        { user: 3, app: 1, purchases: [monthly({ product: 'yearly', steps: ['lapse'] }), monthly({ platform: 'google', pending: 'stays', startDay: 50 })] },
+        { user: 4, app: 1, purchases: [monthly({ platform: 'google', pending: 'stays', sandbox: true })] },
+      ],
+      redeliver: [0],
+    },
+    arrival: 5,
+    batchSizes: [2, 7],
+  },
 ];
