@@ -121,7 +121,9 @@ async function loadApiDataset(ds) {
       (app_id, transaction_id, receipt_id, purchase_id, product_id, platform, sandbox, purchase_date, last_renewal_date,
        expiration_date, renewal_intent, is_acknowledged, is_trial_period, amount_usd, amount_micros, currency,
        occurred_at, first_event_at, version_time, version_id)
-    SELECT 'big-app', 'apple:t-' || g, 'apple:r-' || c, 'apple:p-' || c, 'apple:pro_monthly', 'apple', false, ts,
+    SELECT 'big-app', 'apple:t-' || g, 'apple:r-' || c, 'apple:p-' || c,
+           -- issue 24 filters: 1 customer in 100 on a yearly, 1 in 100 on google, 1 in 100 in sandbox (selective values)
+           CASE WHEN c % 100 = 0 THEN 'apple:pro_yearly' ELSE 'apple:pro_monthly' END, CASE WHEN c % 100 = 2 THEN 'google' ELSE 'apple' END, c % 100 = 1, ts,
            CASE WHEN g % 3 = 0 THEN ts + interval '30 days' END, ts + interval '30 days',
            CASE WHEN g % 5 = 0 THEN 'Lapse' ELSE 'Renew' END, true, g % 7 = 0, 4.99, 4990000, 'USD',
            CASE WHEN g % 3 = 0 THEN ts + interval '30 days' ELSE ts END, ts, ts, 'bench-' || g
@@ -133,6 +135,48 @@ async function loadApiDataset(ds) {
   await ds.query(`VACUUM ANALYZE read_model.transactions`);
   await ds.query(`VACUUM ANALYZE read_model.customers`);
   log(`loaded in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+}
+
+// Issue 24: each new filter at a selective and a broad value, first page and a page halfway (skip =
+// half the exact total, counted here); the service's answer carries the same total.
+async function filterScenarios(ds) {
+  const now = new Date().toISOString();
+  const monthAgo = new Date(Date.now() - 30 * 86_400_000).toISOString();
+  const [{ tx }] = await ds.query(`SELECT transaction_id AS tx FROM read_model.transactions WHERE app_id = 'big-app' ORDER BY transaction_id OFFSET 12345 LIMIT 1`);
+  const customerCases = [
+    ['status=active (selective)', `status=active`, `expiration_date > $1 AND (grace_from IS NULL OR grace_from > $1)`],
+    ['status=expired (broad)', `status=expired`, `expiration_date <= $1 AND NOT billing_retry`],
+    ['status=grace_period,billing_retry (none here)', `status=grace_period,billing_retry`, `((expiration_date > $1 AND grace_from <= $1) OR (expiration_date <= $1 AND billing_retry))`],
+    ['renewalIntent=Lapse', `renewalIntent=Lapse`, `renewal_intent = 'Lapse' AND $1::timestamptz IS NOT NULL`],
+    ['renewalIntent=Renew (broad)', `renewalIntent=Renew`, `renewal_intent = 'Renew' AND $1::timestamptz IS NOT NULL`],
+    ['productId=apple:pro_yearly (selective)', `productId=apple:pro_yearly`, `current_product_id = 'apple:pro_yearly' AND $1::timestamptz IS NOT NULL`],
+    ['productId=apple:pro_monthly (broad)', `productId=apple:pro_monthly`, `current_product_id = 'apple:pro_monthly' AND $1::timestamptz IS NOT NULL`],
+    ['expiresAfter=30 days ago (selective)', `expiresAfter=${monthAgo}`, `expiration_date >= '${monthAgo}' AND $1::timestamptz IS NOT NULL`],
+    ['expiresBefore=2025-01-01 (broad)', `expiresBefore=2025-01-01T00:00:00Z`, `expiration_date < '2025-01-01' AND $1::timestamptz IS NOT NULL`],
+    ['status=expired&productId=apple:pro_monthly&renewalIntent=Renew', `status=expired&productId=apple:pro_monthly&renewalIntent=Renew`, `expiration_date <= $1 AND NOT billing_retry AND current_product_id = 'apple:pro_monthly' AND renewal_intent = 'Renew'`],
+  ];
+  const txCases = [
+    ['transactionId= one chain (selective)', `transactionId=${tx}`, `purchase_id = (SELECT purchase_id FROM read_model.transactions WHERE app_id = 'big-app' AND transaction_id = '${tx}')`],
+    ['productId=apple:pro_yearly (selective)', `productId=apple:pro_yearly`, `product_id = 'apple:pro_yearly'`],
+    ['productId=apple:pro_monthly (broad)', `productId=apple:pro_monthly`, `product_id = 'apple:pro_monthly'`],
+    ['platform=google (selective)', `platform=google`, `platform = 'google'`],
+    ['platform=apple (broad)', `platform=apple`, `platform = 'apple'`],
+    ['sandbox=true (selective)', `sandbox=true`, `sandbox IS TRUE`],
+    ['sandbox=false (broad)', `sandbox=false`, `sandbox IS NOT TRUE`],
+    ['productId=apple:pro_monthly, 6-month range', `productId=apple:pro_monthly&startdate=2025-01-01T00:00:00Z&enddate=2025-07-01T13:00:00Z`, `product_id = 'apple:pro_monthly' AND occurred_at >= '2025-01-01' AND occurred_at < '2025-07-01T13:00:00Z'`],
+  ];
+  const out = [];
+  for (const [name, q, where] of customerCases) {
+    const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM read_model.customers WHERE app_id = 'big-app' AND ${where}`, [now]);
+    out.push([`customers, ${name}, first page (total ${n})`, `/v2/customers?${q}&skip=0&limit=100`, n]);
+    out.push([`customers, ${name}, halfway`, `/v2/customers?${q}&skip=${Math.floor(n / 2)}&limit=100`, n]);
+  }
+  for (const [name, q, where] of txCases) {
+    const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'big-app' AND ${where}`);
+    out.push([`transactions, ${name}, first page (total ${n})`, `/v2/transactions?${q}&skip=0&limit=100`, n]);
+    out.push([`transactions, ${name}, halfway`, `/v2/transactions?${q}&skip=${Math.floor(n / 2)}&limit=100`, n]);
+  }
+  return out;
 }
 
 async function apiBenchmarks(adminUrl) {
@@ -169,8 +213,14 @@ async function apiBenchmarks(adminUrl) {
     ['transactions, change feed from 0', `/v2/transactions?changedAfter=0&limit=100`],
     ['transactions, change feed, middle cursor', `/v2/transactions?changedAfter=${txMiddle}&limit=100`],
     ['customers, change feed, middle cursor', `/v2/customers?changedAfter=${customersMiddle}&limit=100`],
+    ...(await filterScenarios(ds)),
   ];
-  for (const [name, pathAndQuery] of scenarios) {
+  for (const [name, pathAndQuery, total] of scenarios) {
+    if (total !== undefined) {
+      // exact totals: the service's paging.total is the count taken directly in SQL
+      const body = await (await fetch(base + pathAndQuery, { headers: { authorization: `Bearer ${token}` } })).json();
+      if (body.paging?.total !== total) throw new Error(`${name}: paging.total ${body.paging?.total}, counted ${total}`);
+    }
     await cannon(base + pathAndQuery, 1, 1, token); // warm up
     const r = await cannon(base + pathAndQuery, 1, size.seconds, token);
     results.api.push({ name, p50: r.latency.p50, p99: r.latency.p99, rps: Math.round(r.requests.average), errors: r.non2xx + r.errors });
