@@ -43,7 +43,7 @@ export class CustomerStatus1765300000000 implements MigrationInterface {
         JOIN read_model.transactions t ON t.app_id = r.app_id AND t.receipt_id = r.receipt_id
         WHERE k.expiration_date IS NOT NULL AND t.is_pending IS NOT TRUE AND t.expiration_date IS NOT NULL
         ORDER BY k.app_id, k.application_username,
-                 k.expiration_date IN (t.expiration_date, t.revocation_date, t.grace_period_expiration_date) DESC,
+                 (k.expiration_date IN (t.expiration_date, t.revocation_date, t.grace_period_expiration_date)) IS TRUE DESC,
                  t.is_upgraded IS TRUE, t.occurred_at DESC, t.transaction_id COLLATE "C" DESC
       ) f
       WHERE c.app_id = f.app_id AND c.application_username = f.application_username`);
