@@ -38,7 +38,7 @@ function appleApp(config: AppConfig, appId: string | undefined, command: string)
  * SIGINT (stop starting lines, finish and record those in flight; a second one quits at once),
  * progress on stderr, the summary and the exit code (docs/import.md).
  */
-async function runAppleImport<T>(config: AppConfig, o: { dryRun?: boolean; appId: string; kind: string; digest: string } & Pick<ImportOptions<T>, 'lines' | 'fraction' | 'parseLine' | 'keyOf' | 'fetchEvents'>): Promise<ImportSummary> {
+async function runAppleImport<T>(config: AppConfig, o: { dryRun?: boolean; appId: string; kind: string; digest: string; journalReady?: (journal: ImportJournal) => void } & Pick<ImportOptions<T>, 'lines' | 'fraction' | 'parseLine' | 'keyOf' | 'fetchEvents'>): Promise<ImportSummary> {
   let sink: EventSink | undefined;
   let database: OpenDatabase | undefined;
   const abort = new AbortController();
@@ -54,12 +54,14 @@ async function runAppleImport<T>(config: AppConfig, o: { dryRun?: boolean; appId
       sink = await openEventSink(config);
     }
     let summary: ImportSummary;
+    const journal = database ? new ImportJournal(database.db, o.appId, o.kind, o.digest) : undefined;
+    if (journal) o.journalReady?.(journal);
     try {
       summary = await runImport<T>({
         ...o,
         concurrency: config.importConcurrency,
         sink,
-        journal: database ? new ImportJournal(database.db, o.appId, o.kind, o.digest) : undefined,
+        journal,
         out: (text) => process.stdout.write(text),
         log: (text) => process.stderr.write(text),
         progress: createProgress({ label: o.kind, unit: 'lines' }),
@@ -155,8 +157,11 @@ export class ImportAppleNotificationsCommand extends CommandRunner {
     if (endDate <= startDate) throw new UsageError(`--until must be after --since`);
     const window = { startDate, endDate: Math.min(endDate, now), onlyFailures: options.onlyFailures === true };
     const abort = new AbortController();
-    const { lines, fraction } = notificationHistoryLines(client, window, undefined, abort.signal);
+    // The history resumes from the checkpoint the run's journal keeps (the journal exists once the database is open, before the first page is asked).
+    let journal: ImportJournal | undefined;
+    const { lines, fraction } = notificationHistoryLines(client, window, undefined, abort.signal, () => journal);
     await runAppleImport(this.config, {
+      journalReady: (j) => (journal = j),
       dryRun: options.dryRun,
       appId,
       kind: 'apple-notifications',

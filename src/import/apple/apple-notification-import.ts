@@ -17,29 +17,81 @@ export type NotificationWindow = { startDate: number; endDate: number; onlyFailu
 export const windowDigest = (w: NotificationWindow) => createHash('sha256').update(`${w.startDate}|${w.endDate}|${w.onlyFailures}`).digest('hex');
 
 /**
+ * Where a paged history query stands (public.import_checkpoint): the request it belongs to (Apple's
+ * paginationToken is only good for the same request body) and the number of lines before it.
+ */
+type HistoryCheckpoint = { startDate: number; endDate: number; paginationToken: string; line: number };
+
+/** The journal of the run: which keys are done, and the checkpoint to resume the history from. */
+export type HistoryResume = { done(keys: readonly string[]): Promise<Set<string>>; checkpoint(): Promise<string | undefined>; saveCheckpoint(checkpoint: string): Promise<void> };
+
+/**
  * Get Notification History, every page, as the runner's lines: one signedPayload a line, numbered
  * in Apple's order. Paging is sequential (each page names the next); each request is retried like
- * the runner's.
+ * the runner's. With `resume()` (the run's journal), a page's paginationToken is saved once every
+ * line before it is done (published or skipped; a failed line holds the checkpoint back, so the next
+ * run asks again), and the next run starts there: the request it belongs to is finished first, then
+ * the rest of this run's window is asked from where that request ended.
  */
-export function notificationHistoryLines(client: AppleApiClient, window: NotificationWindow, retry?: Partial<RetryPolicy>, signal?: AbortSignal): { lines: AsyncIterable<SourceLine>; fraction: () => number | undefined } {
+export function notificationHistoryLines(
+  client: AppleApiClient,
+  window: NotificationWindow,
+  retry?: Partial<RetryPolicy>,
+  signal?: AbortSignal,
+  resume?: () => HistoryResume | undefined,
+): { lines: AsyncIterable<SourceLine>; fraction: () => number | undefined } {
   let at: number | undefined;
   const gate = new RetryGate();
-  async function* lines(): AsyncGenerator<SourceLine> {
-    let token: string | null = null;
-    let n = 0;
+  async function* query(journal: HistoryResume | undefined, startDate: number, endDate: number, from: { token: string | null; line: number }): AsyncGenerator<SourceLine, number> {
+    let token = from.token;
+    let n = from.line;
+    // Pages read whose lines may not be done yet: the token after each, and the keys before it.
+    const pending: { token: string; line: number; keys: string[] }[] = [];
     do {
-      if (signal?.aborted) return;
-      const page = await withStoreRetries(() => client.getNotificationHistory(token, { startDate: window.startDate, endDate: window.endDate, onlyFailures: window.onlyFailures || undefined }), gate, retry, signal);
+      if (signal?.aborted) return n;
+      while (journal && pending.length > 0) {
+        const oldest = pending[0];
+        const done = await journal.done(oldest.keys);
+        if (oldest.keys.some((k) => !done.has(k))) break;
+        await journal.saveCheckpoint(JSON.stringify({ startDate, endDate, paginationToken: oldest.token, line: oldest.line } satisfies HistoryCheckpoint));
+        pending.shift();
+      }
+      const page = await withStoreRetries(() => client.getNotificationHistory(token, { startDate, endDate, onlyFailures: window.onlyFailures || undefined }), gate, retry, signal);
+      const keys: string[] = [];
       for (const item of page.notificationHistory ?? []) {
         n++;
         const text = item.signedPayload ?? '';
         at = signedDateOf(text) ?? at;
+        keys.push(notificationKey(text, n));
         yield { line: n, bytes: text.length, text };
       }
       token = page.hasMore ? (page.paginationToken ?? null) : null;
+      if (token) pending.push({ token, line: n, keys });
     } while (token);
+    return n;
+  }
+  async function* lines(): AsyncGenerator<SourceLine> {
+    const journal = resume?.();
+    const saved = parseCheckpoint(await journal?.checkpoint());
+    if (saved && saved.startDate >= window.startDate && saved.endDate <= window.endDate) {
+      const last = yield* query(journal, saved.startDate, saved.endDate, { token: saved.paginationToken, line: saved.line });
+      // What this run's window holds after that request's end (notifications at its very end come twice: the journal counts them once).
+      if (saved.endDate < window.endDate && !signal?.aborted) yield* query(journal, saved.endDate, window.endDate, { token: null, line: last });
+      return;
+    }
+    yield* query(journal, window.startDate, window.endDate, { token: null, line: 0 });
   }
   return { lines: lines(), fraction: () => (at === undefined ? undefined : Math.max(0, Math.min(1, (at - window.startDate) / (window.endDate - window.startDate)))) };
+}
+
+function parseCheckpoint(text: string | undefined): HistoryCheckpoint | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const c = JSON.parse(text) as Partial<HistoryCheckpoint>;
+    return typeof c.startDate === 'number' && typeof c.endDate === 'number' && typeof c.paginationToken === 'string' && typeof c.line === 'number' ? (c as HistoryCheckpoint) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The notificationUUID of a signed payload, read without verifying (only a journal key: the events come from the verified payload). */
