@@ -493,6 +493,7 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
     for (const c of [off, refunded]) {
       const last = latestOf(c);
       const renewal = { originalTransactionId: last.originalTransactionId, productId: last.productId, autoRenewStatus: 0 };
+      apple.setStatus(last.originalTransactionId, { status: c === refunded ? 5 : 1, renewal });
       const n = { notificationType: 'DID_CHANGE_RENEWAL_STATUS', subtype: 'AUTO_RENEW_DISABLED', notificationUUID: nextUuid(), signedDate: (at += 1000), transaction: last, renewal };
       await postApple(n);
       live.push(tx('app-a', n.notificationUUID, n.signedDate, appleData(last, { renewal, renewalIntentChangeDate: n.signedDate })));
@@ -557,6 +558,20 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
     expect(again.v.stderr).toContain(`imported 0 line(s)`);
     expect([again.a.code, again.g.code, again.v.code]).toEqual([0, 0, 0]);
     expect(Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log`))[0].n)).toBe(size);
+    await expectModelAnswers([...importEvents, ...live]);
+
+    // Another file naming the customers the notifications touched (a new digest: every line asked
+    // again): the App Store's answers, signed before the notifications, lose to them (or carry the
+    // first import's ids), and Google's state fetched now is the one the notifications fetched: the
+    // answers stay what they were.
+    const touched = [...kinds('grace').slice(0, 3), ...kinds('retry').slice(0, 3), off, refunded];
+    const appleAgain = await runCli(['import', 'apple', '--app', 'app-a', '--file', writeTempFile('again.csv', touched.map((c) => [latestOf(c).transactionId, ...(c.csvName ? [c.csvName] : [])].join(',')).join('\n') + '\n')], cliEnv);
+    expect(appleAgain.stderr).toContain(`imported ${touched.length} line(s)`);
+    const googleStarted = Date.now();
+    const googleAgain = await runCli(['import', 'google', '--app', 'app-g', '--file', writeTempFile('again.csv', renewable.slice(0, 5).map((p) => p.token).join('\n') + '\n')], cliEnv);
+    fetchWindows.push([googleStarted, Date.now()]);
+    expect(googleAgain.stderr).toContain('imported 5 line(s)');
+    expect([appleAgain.code, googleAgain.code]).toEqual([0, 0]);
     await expectModelAnswers([...importEvents, ...live]);
   });
 });
