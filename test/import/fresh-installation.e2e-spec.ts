@@ -85,17 +85,17 @@ function appleData(t: MockTransaction, o: { renewal?: Data; expired?: boolean; r
 }
 
 /** What `import apple` must amount to for one customer: each history transaction as of SIGNED, the latest of a subscription with its status. */
-function appleImportEvents(c: AppleCustomer): RawEvent[] {
+function appleImportEvents(c: AppleCustomer, signed = SIGNED): RawEvent[] {
   const events: RawEvent[] = [];
   const latest = new Map<string, MockTransaction>();
   for (const t of c.transactions) if (t.expiresDate !== undefined && !(latest.get(t.originalTransactionId)?.purchaseDate! >= t.purchaseDate)) latest.set(t.originalTransactionId, t);
   for (const t of c.transactions) {
     const isLatest = latest.get(t.originalTransactionId) === t;
     const state = isLatest ? (c.statuses.get(t.originalTransactionId) ?? { status: 1, renewal: { autoRenewStatus: 1 } }) : undefined;
-    events.push(tx('app-a', `fresh-apple:${t.transactionId}`, SIGNED, appleData(t, { renewal: state?.renewal, expired: state?.status === 2 })));
-    if (t.appAccountToken) events.push(link('app-a', `fresh-apple:${t.transactionId}:link`, SIGNED, `apple:${t.originalTransactionId}`, t.appAccountToken as string));
+    events.push(tx('app-a', `fresh-apple:${t.transactionId}:${signed}`, signed, appleData(t, { renewal: state?.renewal, expired: state?.status === 2 })));
+    if (t.appAccountToken) events.push(link('app-a', `fresh-apple:${t.transactionId}:${signed}:link`, signed, `apple:${t.originalTransactionId}`, t.appAccountToken as string));
   }
-  if (c.csvName) for (const original of new Set(c.transactions.map((t) => t.originalTransactionId))) events.push(link('app-a', `fresh-apple:${original}:csv`, SIGNED, `apple:${original}`, c.csvName));
+  if (c.csvName) for (const original of new Set(c.transactions.map((t) => t.originalTransactionId))) events.push(link('app-a', `fresh-apple:${original}:${signed}:csv`, signed, `apple:${original}`, c.csvName));
   return events;
 }
 
@@ -339,10 +339,12 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
   const world = generate(SEED);
   /** The windows in which the service fetched Google state: dates inside them are fetch times. */
   const fetchWindows: [number, number][] = [];
+  /** When the App Store mock signs its answers. */
+  let appleSignedAt = SIGNED;
 
   beforeAll(async () => {
     ca = await createAppleTestCa();
-    apple = await startAppleStoreMock({ ca, bundleId: BUNDLE, signedAt: () => SIGNED });
+    apple = await startAppleStoreMock({ ca, bundleId: BUNDLE, signedAt: () => appleSignedAt });
     google = await startGooglePlayMock();
     db = await createTestDatabase('fresh');
     const rootFile = writeTempFile('apple-root.pem', new X509Certificate(ca.root).toString());
@@ -458,7 +460,7 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
     expect(v.code).toBe(0);
     expect(v.stderr).toMatch(new RegExp(`imported ${world.voided.length} line`));
 
-    importEvents.push(...world.apple.flatMap(appleImportEvents), ...googleImportEvents(world.google, world.voided, window[0]));
+    importEvents.push(...world.apple.flatMap((c) => appleImportEvents(c)), ...googleImportEvents(world.google, world.voided, window[0]));
     await expectModelAnswers(importEvents);
   });
 
@@ -483,6 +485,7 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
       c.transactions.push(renewed);
       const renewal = { originalTransactionId: last.originalTransactionId, productId: last.productId, autoRenewStatus: 1 };
       apple.setStatus(last.originalTransactionId, { status: 1, renewal });
+      c.statuses.set(last.originalTransactionId, { status: 1, renewal });
       const n = { notificationType: 'DID_RENEW', subtype: 'BILLING_RECOVERY', notificationUUID: nextUuid(), signedDate: (at += 1000), transaction: renewed, renewal };
       await postApple(n);
       live.push(tx('app-a', n.notificationUUID, n.signedDate, appleData(renewed, { renewal })));
@@ -494,6 +497,7 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
       const last = latestOf(c);
       const renewal = { originalTransactionId: last.originalTransactionId, productId: last.productId, autoRenewStatus: 0 };
       apple.setStatus(last.originalTransactionId, { status: c === refunded ? 5 : 1, renewal });
+      c.statuses.set(last.originalTransactionId, { status: c === refunded ? 5 : 1, renewal });
       const n = { notificationType: 'DID_CHANGE_RENEWAL_STATUS', subtype: 'AUTO_RENEW_DISABLED', notificationUUID: nextUuid(), signedDate: (at += 1000), transaction: last, renewal };
       await postApple(n);
       live.push(tx('app-a', n.notificationUUID, n.signedDate, appleData(last, { renewal, renewalIntentChangeDate: n.signedDate })));
@@ -561,17 +565,28 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
     await expectModelAnswers([...importEvents, ...live]);
 
     // Another file naming the customers the notifications touched (a new digest: every line asked
-    // again): the App Store's answers, signed before the notifications, lose to them (or carry the
-    // first import's ids), and Google's state fetched now is the one the notifications fetched: the
-    // answers stay what they were.
+    // again), answered by the App Store as it stood just before the notifications (signed then: the
+    // auto-renew change not yet in it), and by Google as it stands now: the stale App Store state
+    // loses to the notifications, the rest agrees; the reference decides with these events added.
+    appleSignedAt = SIGNED + 1000;
+    const stale = { status: 1, renewal: { originalTransactionId: latestOf(off).originalTransactionId, productId: latestOf(off).productId, autoRenewStatus: 1 } };
+    apple.setStatus(latestOf(off).originalTransactionId, stale);
+    off.statuses.set(latestOf(off).originalTransactionId, stale);
     const touched = [...kinds('grace').slice(0, 3), ...kinds('retry').slice(0, 3), off, refunded];
     const appleAgain = await runCli(['import', 'apple', '--app', 'app-a', '--file', writeTempFile('again.csv', touched.map((c) => [latestOf(c).transactionId, ...(c.csvName ? [c.csvName] : [])].join(',')).join('\n') + '\n')], cliEnv);
     expect(appleAgain.stderr).toContain(`imported ${touched.length} line(s)`);
     const googleStarted = Date.now();
     const googleAgain = await runCli(['import', 'google', '--app', 'app-g', '--file', writeTempFile('again.csv', renewable.slice(0, 5).map((p) => p.token).join('\n') + '\n')], cliEnv);
-    fetchWindows.push([googleStarted, Date.now()]);
+    const googleWindow: [number, number] = [googleStarted, Date.now()];
+    fetchWindows.push(googleWindow);
     expect(googleAgain.stderr).toContain('imported 5 line(s)');
     expect([appleAgain.code, googleAgain.code]).toEqual([0, 0]);
-    await expectModelAnswers([...importEvents, ...live]);
+    const reimported = [
+      ...touched.flatMap((c) => appleImportEvents(c, SIGNED + 1000)),
+      ...googleImportEvents(renewable.slice(0, 5), [], googleWindow[0]).map((e) => ({ ...e, id: `again-${e.id}` })),
+    ];
+    const offUser = off.username ?? off.csvName!;
+    expect((await api.get(`/v2/customers?applicationUsername=${offUser}`, api.token('app-a'))).body.rows[0].customerInfo).toMatchObject({ renewalIntent: 'Lapse' });
+    await expectModelAnswers([...importEvents, ...live, ...reimported]);
   });
 });
