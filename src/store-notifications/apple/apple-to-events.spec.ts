@@ -66,7 +66,7 @@ describe('appleToEvents', () => {
 
   it('given DID_CHANGE_RENEWAL_PREF DOWNGRADE, then the current transaction again, unchanged until the renewal', () => {
     const [event] = appleToEvents('app', notification('DID_CHANGE_RENEWAL_PREF', 'DOWNGRADE'), yearly, renewal('pro_yearly', 'basic_monthly'));
-    expect(event.data).toMatchObject({ transactionId: 'apple:1000000001', productId: 'apple:pro_yearly', expirationDate: '2027-01-10T00:00:00.000000Z', renewalIntent: 'Renew' });
+    expect(event.data).toMatchObject({ transactionId: 'apple:1000000001', productId: 'apple:pro_yearly', expirationDate: '2027-01-10T00:00:00.000Z', renewalIntent: 'Renew' });
     expect(event.data.isUpgraded).toBeUndefined();
     expect(event.data.lastRenewalDate).toBeUndefined();
   });
