@@ -1,15 +1,13 @@
 import { Controller, Delete, HttpCode, Inject, OnApplicationShutdown, Param } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Partitioners, type Producer } from 'kafkajs';
 import { DataSource } from 'typeorm';
 import { Authorize, CurrentPrincipal } from '../../auth/authorize.decorator.js';
 import type { Principal } from '../../auth/scopes.js';
 import { ApiProblemResponses } from '../../common/api-problem-responses.js';
 import { AppError, ErrorCode, InvalidParameterError } from '../../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import { appendToEventLog } from '../../event-log/event-log.js';
-import { createKafka } from '../../ingestion/kafka/kafka-client.js';
+import { LogWriter } from '../../event-log/log-writer.js';
 import { eraseCustomers } from './erase-customers.js';
 
 class ErasureLogUnavailableError extends AppError {
@@ -22,12 +20,14 @@ const MAX_USERNAME_BYTES = 512;
 @ApiTags('customers')
 @Controller('v2/customers')
 export class EraseCustomerController implements OnApplicationShutdown {
-  private producer?: Promise<Producer>;
+  private readonly log: LogWriter;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
-  ) {}
+  ) {
+    this.log = new LogWriter(config, db, '-erasure');
+  }
 
   @Delete(':applicationUsername')
   @HttpCode(202)
@@ -63,31 +63,13 @@ export class EraseCustomerController implements OnApplicationShutdown {
 
   private async send(messages: { key: string; value: Buffer }[]): Promise<void> {
     try {
-      if (this.config.kafka) {
-        const producer = await this.connectedProducer();
-        await producer.send({ topic: this.config.kafka.topic, acks: -1, messages });
-      } else {
-        await appendToEventLog(this.db, this.config.eventLogTopic, messages);
-      }
+      await this.log.append(messages);
     } catch (error) {
-      throw new ErasureLogUnavailableError(`the event log (${this.config.kafka ? 'Kafka' : 'PostgreSQL'}) cannot take the erasure now; retry`, { cause: error });
+      throw new ErasureLogUnavailableError(`the event log (${this.log.store}) cannot take the erasure now; retry`, { cause: error });
     }
   }
 
-  private connectedProducer(): Promise<Producer> {
-    this.producer ??= (async () => {
-      const producer = createKafka(this.config.kafka!, '-erasure').producer({ createPartitioner: Partitioners.DefaultPartitioner });
-      await producer.connect();
-      return producer;
-    })().catch((error: unknown) => {
-      this.producer = undefined;
-      throw error;
-    });
-    return this.producer;
-  }
-
   async onApplicationShutdown(): Promise<void> {
-    const producer = await this.producer?.catch(() => undefined);
-    await producer?.disconnect();
+    await this.log.close();
   }
 }
