@@ -2,18 +2,15 @@ import { Inject } from '@nestjs/common';
 import { existsSync, statSync } from 'node:fs';
 import { Environment } from '@apple/app-store-server-library';
 import { CommandRunner, Option, SubCommand } from 'nest-commander';
-import { createProgress } from '../common/progress.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
-import { openDatabase, type OpenDatabase } from '../database/open-database.js';
 import { AppleApiClient } from '../import/apple/apple-api-client.js';
 import { APPLE_NOTIFICATION_HISTORY_DAYS, appleNotificationEvents, notificationHistoryLines, notificationKey, windowDigest } from '../import/apple/apple-notification-import.js';
 import { appleTransactionEvents, parseAppleImportLine } from '../import/apple/apple-transaction-import.js';
 import { ImportJournal } from '../import/import-journal.js';
-import { formatSummary, importExitCode, runImport, type ImportOptions, type ImportSummary } from '../import/import-runner.js';
 import { fileDigest, fileLines } from '../import/import-source.js';
 import { AppleVerifier } from '../store-notifications/apple/apple-verifier.js';
-import { openEventSink, type EventSink } from './event-sink.js';
 import { refuseExtraArguments, UsageError } from './usage-error.js';
+import { runCliImport } from './run-cli-import.js';
 
 type CommonOptions = { app?: string; dryRun?: boolean };
 
@@ -33,54 +30,6 @@ function appleApp(config: AppConfig, appId: string | undefined, command: string)
   };
 }
 
-/**
- * One import with what both Apple imports share: the sink `publish` uses, the resume journal,
- * SIGINT (stop starting lines, finish and record those in flight; a second one quits at once),
- * progress on stderr, the summary and the exit code (docs/import.md).
- */
-async function runAppleImport<T>(config: AppConfig, o: { dryRun?: boolean; appId: string; kind: string; digest: string; journalReady?: (journal: ImportJournal) => void } & Pick<ImportOptions<T>, 'lines' | 'fraction' | 'parseLine' | 'keyOf' | 'fetchEvents'>): Promise<ImportSummary> {
-  let sink: EventSink | undefined;
-  let database: OpenDatabase | undefined;
-  const abort = new AbortController();
-  const onSigint = () => {
-    if (abort.signal.aborted) process.exit(130);
-    process.stderr.write('\ninterrupted: finishing the lines in flight (Ctrl-C again to quit at once)\n');
-    abort.abort();
-  };
-  process.on('SIGINT', onSigint);
-  try {
-    if (!o.dryRun) {
-      database = await openDatabase(config, 'import');
-      sink = await openEventSink(config);
-    }
-    let summary: ImportSummary;
-    const journal = database ? new ImportJournal(database.db, o.appId, o.kind, o.digest) : undefined;
-    if (journal) o.journalReady?.(journal);
-    try {
-      summary = await runImport<T>({
-        ...o,
-        concurrency: config.importConcurrency,
-        sink,
-        journal,
-        out: (text) => process.stdout.write(text),
-        log: (text) => process.stderr.write(text),
-        progress: createProgress({ label: o.kind, unit: 'lines' }),
-        signal: abort.signal,
-        maxFutureSkewMs: config.eventTimeMaxSkewMs,
-      });
-    } catch (error) {
-      // The source itself failed (the notification history could not be read after its retries).
-      throw new Error(`${o.kind} stopped: ${(error as Error).message}; what was done is recorded: run the same command again to continue`, { cause: error });
-    }
-    process.stderr.write(formatSummary(summary, { dryRun: o.dryRun }));
-    process.exitCode = importExitCode(summary);
-    return summary;
-  } finally {
-    process.off('SIGINT', onSigint);
-    await sink?.close();
-    await database?.close();
-  }
-}
 
 @SubCommand({
   name: 'apple',
@@ -99,7 +48,7 @@ export class ImportAppleCommand extends CommandRunner {
     if (!options.file) throw new UsageError('import apple needs --file <csv of transactionId[,applicationUsername]>');
     if (!existsSync(options.file) || !statSync(options.file).isFile()) throw new UsageError(`import apple: --file ${options.file} is not a readable file`);
     const { lines, fraction } = fileLines(options.file);
-    await runAppleImport(this.config, {
+    await runCliImport(this.config, {
       dryRun: options.dryRun,
       appId,
       kind: 'apple-transactions',
@@ -160,7 +109,7 @@ export class ImportAppleNotificationsCommand extends CommandRunner {
     // The history resumes from the checkpoint the run's journal keeps (the journal exists once the database is open, before the first page is asked).
     let journal: ImportJournal | undefined;
     const { lines, fraction } = notificationHistoryLines(client, window, undefined, abort.signal, () => journal);
-    await runAppleImport(this.config, {
+    await runCliImport(this.config, {
       journalReady: (j) => (journal = j),
       dryRun: options.dryRun,
       appId,

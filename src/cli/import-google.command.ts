@@ -2,19 +2,16 @@ import { Inject } from '@nestjs/common';
 import { existsSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { CommandRunner, Option, SubCommand } from 'nest-commander';
-import type { DataSource } from 'typeorm';
-import { createProgress } from '../common/progress.js';
 import { APP_CONFIG, type AppConfig, type GoogleSettings } from '../config/app-config.js';
 import { openDatabase } from '../database/open-database.js';
 import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
 import { googleVoidedImportEvents, importGooglePurchase, parseGoogleLine, type GoogleImportLine } from '../import/google/google-import.js';
 import { GOOGLE_VOIDED_KIND, GooglePlayImportApi, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../import/google/google-voided.js';
-import { ImportJournal } from '../import/import-journal.js';
-import { formatSummary, importExitCode, runImport, type ImportOptions, type ImportSummary, type SourceLine } from '../import/import-runner.js';
+import type { SourceLine } from '../import/import-runner.js';
 import { fileDigest, fileLines } from '../import/import-source.js';
 import { GooglePlayApi } from '../store-notifications/google/google-play.js';
-import { openEventSink, type EventSink } from './event-sink.js';
 import { refuseExtraArguments, UsageError } from './usage-error.js';
+import { runCliImport } from './run-cli-import.js';
 
 type CommonOptions = { app?: string; dryRun?: boolean };
 
@@ -29,41 +26,6 @@ export function googleApp(config: AppConfig, appId: string | undefined, command:
   return { settings: config.google, packageName: app.packageName, appId };
 }
 
-/**
- * Runs one import with what every Google import shares: the sink `publish` uses, the resume
- * journal, SIGINT (stop starting lines, finish and record those in flight), progress on stderr,
- * the summary and the exit code (0 all done, 1 some line failed or the run stopped, 2 usage).
- */
-async function runGoogleImport<T>(config: AppConfig, o: { dryRun?: boolean; appId: string; kind: string; digest: string; db?: DataSource } & Pick<ImportOptions<T>, 'lines' | 'fraction' | 'parseLine' | 'keyOf' | 'fetchEvents'>): Promise<ImportSummary> {
-  let sink: EventSink | undefined;
-  const abort = new AbortController();
-  const onSigint = () => {
-    if (abort.signal.aborted) process.exit(130);
-    process.stderr.write('\ninterrupted: finishing the lines in flight (Ctrl-C again to quit at once)\n');
-    abort.abort();
-  };
-  process.on('SIGINT', onSigint);
-  try {
-    if (!o.dryRun) sink = await openEventSink(config);
-    const summary = await runImport<T>({
-      ...o,
-      concurrency: config.importConcurrency,
-      sink,
-      journal: o.dryRun || !o.db ? undefined : new ImportJournal(o.db, o.appId, o.kind, o.digest),
-      out: (text) => process.stdout.write(text),
-      log: (text) => process.stderr.write(text),
-      progress: createProgress({ label: o.kind, unit: 'lines' }),
-      signal: abort.signal,
-      maxFutureSkewMs: config.eventTimeMaxSkewMs,
-    });
-    process.stderr.write(formatSummary(summary, { dryRun: o.dryRun }));
-    process.exitCode = importExitCode(summary);
-    return summary;
-  } finally {
-    process.off('SIGINT', onSigint);
-    await sink?.close();
-  }
-}
 
 @SubCommand({
   name: 'google',
@@ -87,7 +49,7 @@ export class ImportGoogleCommand extends CommandRunner {
     const source = fileLines(options.file);
     const database = options.dryRun ? undefined : await openDatabase(this.config, 'import');
     try {
-      await runGoogleImport<GoogleImportLine>(this.config, {
+      await runCliImport<GoogleImportLine>(this.config, {
         dryRun: options.dryRun,
         appId,
         kind: 'google-purchases',
@@ -150,7 +112,7 @@ export class ImportGoogleVoidedCommand extends CommandRunner {
     try {
       // One journal per package whatever --since says: a void (order and time) is done once, in any listing.
       const digest = createHash('sha256').update(packageName).digest('hex');
-      await runGoogleImport<androidpublisher_v3.Schema$VoidedPurchase>(this.config, {
+      await runCliImport<androidpublisher_v3.Schema$VoidedPurchase>(this.config, {
         dryRun: options.dryRun,
         appId,
         kind: GOOGLE_VOIDED_KIND,
