@@ -15,6 +15,13 @@ import { freePort } from '../kafka/broker.mjs';
 export default async function globalSetup() {
   // `npm run test:unit` runs only the pure *.spec.ts tier, which needs no service.
   if (process.env.TEST_SERVICES === 'none') return;
+  // Every temporary file and directory of the run (test files' data dirs, embedded servers of their
+  // own, CLI inputs) goes under one directory, removed at teardown: workers and the services they
+  // start inherit TMPDIR, which os.tmpdir() reads.
+  const runTmp = mkdtempSync(path.join(os.tmpdir(), 'sr-run-'));
+  chmodSync(runTmp, 0o755); // embedded servers run as the `postgres` user when we are root
+  process.env.TMPDIR = runTmp;
+  globalThis.__testTmp = runTmp;
   try {
     await startServices();
   } catch (error) {
@@ -24,7 +31,7 @@ export default async function globalSetup() {
   }
 }
 
-/** Stops what set-up started and removes the embedded server's directory (tens of MB a run). */
+/** Stops what set-up started and removes the run's temporary directory (the embedded servers' data: tens of MB each). */
 export async function stopServices() {
   await globalThis.__testKafka?.destroy();
   globalThis.__testKafka = undefined;
@@ -34,6 +41,8 @@ export async function stopServices() {
     await postgres.stop();
     rmSync(postgres.dir, { recursive: true, force: true });
   }
+  if (globalThis.__testTmp) rmSync(globalThis.__testTmp, { recursive: true, force: true });
+  globalThis.__testTmp = undefined;
 }
 
 async function startServices() {
