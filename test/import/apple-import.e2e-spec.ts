@@ -9,6 +9,7 @@ import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { embeddedLogCaughtUp } from '../utils/events.js';
 import { expectEventually } from '../utils/expect-eventually.js';
+import { createTopic, readAll, topicEndOffsets, uniqueTopic } from '../utils/kafka.js';
 import { runCli, serviceEnv, writeTempFile } from '../utils/processes.js';
 
 jest.setTimeout(180_000);
@@ -243,5 +244,30 @@ describe('import apple-notifications (e2e): the outage', () => {
     await runCli(['import', 'apple-notifications', '--app', 'app-1', '--since', since], env);
     await embeddedLogCaughtUp(db.dataSource);
     expect((await customer(user)).customerInfo).toMatchObject({ renewalIntent: 'Renew' });
+  });
+});
+
+describe('import apple on Kafka (e2e: built CLI, loopback App Store mock, real broker)', () => {
+  it('publishes the same events to the topic, and a second run publishes nothing', async () => {
+    const topic = uniqueTopic('apple-import');
+    await createTopic(topic, 3);
+    const user = randomUUID();
+    const renewed = chain(user, 2, 3);
+    mock.addCustomer(renewed);
+    const file = writeTempFile('kafka-customers.csv', `${renewed[0].transactionId}\n`);
+    const kafkaEnv = { KAFKA_BROKERS: process.env.TEST_KAFKA_BROKERS!, KAFKA_TOPIC: topic };
+
+    const first = await importApple(file, [], kafkaEnv);
+    expect({ code: first.code, summary: first.stderr }).toEqual({ code: 0, summary: expect.stringContaining('imported 1 line(s)') });
+    const end = await topicEndOffsets(topic);
+    const messages = await readAll(topic, Number(end));
+    const events = messages.map((m) => JSON.parse(m.value!.toString()) as { type: string; appid: string; data: { transactionId?: string; receiptId: string } });
+    expect(events.every((e) => e.appid === 'app-1')).toBe(true);
+    for (const t of renewed) expect(events.map((e) => e.data.transactionId)).toContain(`apple:${t.transactionId}`);
+    expect(events.some((e) => e.type === 'receipt.linked')).toBe(true);
+
+    const second = await importApple(file, [], kafkaEnv);
+    expect(second.stderr).toContain('imported 0 line(s) (0 event(s)), unchanged 1');
+    expect(await topicEndOffsets(topic)).toBe(end);
   });
 });
