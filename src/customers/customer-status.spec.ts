@@ -1,31 +1,12 @@
 import { summarizeCustomer, type LifecycleTransaction } from './customer-summary.js';
 import { customerStatus, type StatusFacts } from './customer-status.js';
+import { D, tx } from './lifecycle-transaction.fixture.js';
 
 // Given a customer's transactions, when asked at an instant, then their status (docs/api.md,
 // "Customer status"). Each boundary is asked a millisecond before, at, and after it; the expected
 // statuses are written out from the documented rules, not computed.
 
-const D = (day: string) => `${day}T00:00:00.000000Z`;
 const at = (iso: string, deltaMs = 0) => new Date(Date.parse(iso) + deltaMs);
-const tx = (over: Partial<LifecycleTransaction>): LifecycleTransaction => ({
-  transactionId: 'apple:t1',
-  receiptId: 'apple:r1',
-  purchaseId: 'apple:r1',
-  productId: 'apple:monthly',
-  transactionDate: D('2026-01-01'),
-  snapshotTime: D('2026-01-01'),
-  expirationDate: D('2026-02-01'),
-  gracePeriodExpirationDate: null,
-  revocationDate: null,
-  isPending: null,
-  isUpgraded: null,
-  isExpired: null,
-  isBillingRetryPeriod: null,
-  cancelationReason: null,
-  lastRenewalDate: null,
-  renewalIntent: 'Renew',
-  ...over,
-});
 
 /** The stored summary as the read side gets it back (dates as Date). */
 const stored = (transactions: LifecycleTransaction[]): StatusFacts => {

@@ -1,28 +1,9 @@
 import fc from 'fast-check';
-import { accessEnd, extendSummary, replacements, summarizeCustomer, type LifecycleTransaction } from './customer-summary.js';
+import { accessEnd, extendSummary, replacements, summarizeCustomer } from './customer-summary.js';
+import { D, tx } from './lifecycle-transaction.fixture.js';
 
 // One case per rule of docs/api.md ("Access end", "customerInfo"), expected values written out.
 
-const D = (day: string) => `${day}T00:00:00.000000Z`;
-const tx = (over: Partial<LifecycleTransaction>): LifecycleTransaction => ({
-  transactionId: 'apple:t1',
-  receiptId: 'apple:r1',
-  purchaseId: 'apple:r1',
-  productId: 'apple:monthly',
-  transactionDate: D('2026-01-01'),
-  snapshotTime: D('2026-01-01'),
-  expirationDate: D('2026-02-01'),
-  gracePeriodExpirationDate: null,
-  revocationDate: null,
-  isPending: null,
-  isUpgraded: null,
-  isExpired: null,
-  isBillingRetryPeriod: null,
-  cancelationReason: null,
-  lastRenewalDate: null,
-  renewalIntent: 'Renew',
-  ...over,
-});
 
 describe('accessEnd', () => {
   it('1. a pending transaction grants nothing', () => {

@@ -1,7 +1,7 @@
-import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions, MIGRATIONS } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
+import { adminQuery as adminQueryOn } from '../utils/database.js';
 
 // A database written by the previous release (migrations up to CountsAndSummaries, its old rules:
 // rows filed at purchaseDate, summaries over max expirationDate), upgraded by LifecycleRules.
@@ -9,15 +9,7 @@ import { runMigrations } from '../../src/database/migrate.js';
 const admin = () => process.env.TEST_ADMIN_DATABASE_URL!;
 const name = `sr_upgrade_${process.env.TEST_RUN_ID}_${process.pid}`;
 
-async function adminQuery(sql: string) {
-  const client = new pg.Client({ connectionString: admin() });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
+const adminQuery = (sql: string) => adminQueryOn(admin(), sql);
 
 describe('migration LifecycleRules1764000000000 (integration, real PostgreSQL)', () => {
   let url: string;

@@ -1,8 +1,8 @@
 import { jest } from '@jest/globals';
-import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions, MIGRATIONS } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
+import { adminQuery as adminQueryOn } from '../utils/database.js';
 
 // A database left at any earlier schema version upgrades to the current one: each migration carries
 // its own SQL (or asks for a re-derivation done after the last one), never today's code on an old schema.
@@ -10,15 +10,7 @@ jest.setTimeout(300_000);
 
 const admin = () => process.env.TEST_ADMIN_DATABASE_URL!;
 
-async function adminQuery(sql: string) {
-  const client = new pg.Client({ connectionString: admin() });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
+const adminQuery = (sql: string) => adminQueryOn(admin(), sql);
 
 function urlOf(name: string): string {
   const u = new URL(admin());

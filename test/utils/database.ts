@@ -27,7 +27,8 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
   };
 }
 
-async function adminQuery(url: string, sql: string): Promise<void> {
+/** One statement on the admin database (CREATE/DROP DATABASE). */
+export async function adminQuery(url: string, sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
