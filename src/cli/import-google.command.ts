@@ -6,7 +6,7 @@ import { APP_CONFIG, type AppConfig, type GoogleSettings } from '../config/app-c
 import { openDatabase } from '../database/open-database.js';
 import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
 import { googleVoidedImportEvents, importGooglePurchase, parseGoogleLine, type GoogleImportLine } from '../import/google/google-import.js';
-import { GOOGLE_VOIDED_KIND, GooglePlayImportApi, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../import/google/google-voided.js';
+import { GOOGLE_VOIDED_KIND, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../import/google/google-voided.js';
 import type { SourceLine } from '../import/import-runner.js';
 import { fileDigest, fileLines } from '../import/import-source.js';
 import { GooglePlayApi } from '../store-notifications/google/google-play.js';
@@ -106,7 +106,7 @@ export class ImportGoogleVoidedCommand extends CommandRunner {
     refuseExtraArguments('import google-voided', args);
     const { settings, packageName, appId } = googleApp(this.config, options.app, 'import google-voided');
     const since = parseSince(options.since);
-    const api = new GooglePlayImportApi(settings);
+    const api = new GooglePlayApi(settings);
     // The database is read in a dry run too: a voided order is revoked from what the read models hold.
     const { db, close } = await openDatabase(this.config, 'import');
     try {

@@ -1,6 +1,6 @@
 import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
 import type { DataSource } from 'typeorm';
-import { GooglePlayApi } from '../../store-notifications/google/google-play.js';
+import type { GooglePlayApi } from '../../store-notifications/google/google-play.js';
 import { TRANSACTION_COLUMNS } from '../../transactions/list-transactions/list-transactions.sql.js';
 import { ImportFatalError } from '../import-errors.js';
 import { RetryGate, withStoreRetries, type RetryPolicy } from '../store-retry.js';
@@ -22,7 +22,7 @@ export const voidedItemKey = (v: VoidedPurchase): string => `${v.orderId ?? ''}@
  * page through tokenPagination.nextPageToken. A 429 or 5xx is retried (Retry-After honoured);
  * anything else stops the listing with the API's words.
  */
-export async function* listVoidedPurchases(api: GooglePlayImportApi, packageName: string, startTime: number, retry?: Partial<RetryPolicy>, signal?: AbortSignal): AsyncGenerator<VoidedPurchase> {
+export async function* listVoidedPurchases(api: GooglePlayApi, packageName: string, startTime: number, retry?: Partial<RetryPolicy>, signal?: AbortSignal): AsyncGenerator<VoidedPurchase> {
   const gate = new RetryGate();
   let token: string | undefined;
   do {
@@ -59,19 +59,3 @@ export async function storedOrder(db: DataSource, appId: string, orderId: string
   return { snapshot, versionTime: new Date(versionTime) };
 }
 
-/**
- * The notification path's Play API client (same service account, base URL and timeout) with
- * voidedpurchases.list, which only imports and the poller call. It reads the parent's client
- * rather than building a second one with its own auth.
- */
-export class GooglePlayImportApi extends GooglePlayApi {
-  private get client(): androidpublisher_v3.Androidpublisher {
-    return (this as unknown as { api: androidpublisher_v3.Androidpublisher }).api;
-  }
-
-  /** One page of voidedpurchases.list (type 1: subscriptions too). Google ignores startTime beside a page token. */
-  async voidedPurchases(packageName: string, page: { startTime?: number; token?: string; maxResults?: number }): Promise<androidpublisher_v3.Schema$VoidedPurchasesListResponse> {
-    const params = { packageName, type: 1, maxResults: page.maxResults, ...(page.token ? { token: page.token } : { startTime: page.startTime === undefined ? undefined : String(page.startTime) }) };
-    return (await this.client.purchases.voidedpurchases.list(params)).data;
-  }
-}

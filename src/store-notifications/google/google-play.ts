@@ -31,6 +31,12 @@ export class GooglePlayApi {
   async product(packageName: string, productId: string, token: string): Promise<androidpublisher_v3.Schema$ProductPurchase> {
     return (await this.api.purchases.products.get({ packageName, productId, token })).data;
   }
+
+  /** One page of voidedpurchases.list (type 1: subscriptions too); imports and the refund poller read it. Google ignores startTime beside a page token. */
+  async voidedPurchases(packageName: string, page: { startTime?: number; token?: string; maxResults?: number }): Promise<androidpublisher_v3.Schema$VoidedPurchasesListResponse> {
+    const params = { packageName, type: 1, maxResults: page.maxResults, ...(page.token ? { token: page.token } : { startTime: page.startTime === undefined ? undefined : String(page.startTime) }) };
+    return (await this.api.purchases.voidedpurchases.list(params)).data;
+  }
 }
 
 /**

@@ -4,7 +4,8 @@ import { createHash } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { googleVoidedImportEvents } from '../../import/google/google-import.js';
-import { GOOGLE_VOIDED_KIND, GooglePlayImportApi, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../../import/google/google-voided.js';
+import { GooglePlayApi } from './google-play.js';
+import { GOOGLE_VOIDED_KIND, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../../import/google/google-voided.js';
 import { ImportJournal } from '../../import/import-journal.js';
 import { NotificationPublisher } from '../notification-publisher.js';
 
@@ -65,7 +66,7 @@ export class VoidedPurchasesPoller implements OnApplicationBootstrap, OnApplicat
       const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [POLL_LOCK])) as { locked: boolean }[];
       if (!locked) return 0;
       try {
-        const api = new GooglePlayImportApi(google);
+        const api = new GooglePlayApi(google);
         for (const [appId, { packageName }] of google.apps) {
           if (this.abort.signal.aborted) break;
           published += await this.pollApp(api, appId, packageName);
@@ -79,7 +80,7 @@ export class VoidedPurchasesPoller implements OnApplicationBootstrap, OnApplicat
     return published;
   }
 
-  private async pollApp(api: GooglePlayImportApi, appId: string, packageName: string): Promise<number> {
+  private async pollApp(api: GooglePlayApi, appId: string, packageName: string): Promise<number> {
     const journal = new ImportJournal(this.db, appId, GOOGLE_VOIDED_KIND, createHash('sha256').update(packageName).digest('hex'));
     const started = Date.now();
     const last = Number(await journal.checkpoint());
