@@ -83,7 +83,8 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
     http: { maxHeaderSize: MAX_HEADER_BYTES, ...deadlines },
     // A path parameter may be a whole username (DELETE /v2/customers/{applicationUsername}): up to
     // 512 UTF-8 bytes, 1536 characters percent-encoded (the router's default, 100, answered 414).
-    maxParamLength: 3 * 512,
+    // (routerOptions: Fastify 5 deprecates router settings at the top level, FSTDEP022, printed at every start)
+    routerOptions: { maxParamLength: 3 * 512 },
     requestTimeout: deadlines.requestTimeout,
     clientErrorHandler: answerClientError,
     // The router refuses a malformed URL (400) or an over-long parameter (414) before any hook runs,

@@ -169,8 +169,9 @@ export class WebhooksRedeliverCommand extends WebhooksSubCommand<{ id?: string; 
   }
 
   protected async runWith(db: DataSource, o: { id: string; delivery?: string }): Promise<void> {
-    const n = await redeliver(db, o.id, o.delivery);
-    process.stdout.write(`webhook endpoint ${o.id}: ${n} deliver${n === 1 ? 'y' : 'ies'} queued again; the endpoint is enabled\n`);
+    const { queued: n, superseded } = await redeliver(db, o.id, o.delivery);
+    const older = superseded > 0 ? ` (${superseded} failed deliver${superseded === 1 ? 'y' : 'ies'} left as they are: a newer state of the same row was queued after them)` : '';
+    process.stdout.write(`webhook endpoint ${o.id}: ${n} deliver${n === 1 ? 'y' : 'ies'} queued again${older}; the endpoint is enabled\n`);
   }
 
   @Option({ flags: '--id <id>', description: 'endpoint id (webhooks list)' })

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
+import { KEEP_FEED_DELETIONS_MS } from '../change-feed/feed-retention.js';
 import { METRICS } from '../metrics/metrics.module.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { queueChanges } from './queue-changes.js';
@@ -13,9 +14,13 @@ const PRUNE_EVERY_MS = 10 * 60_000;
 export const KEEP_DELIVERED_MS = 7 * 86_400_000;
 export const KEEP_FAILED_MS = 30 * 86_400_000;
 
-/** Drops delivered deliveries after a week and failed ones after a month (docs/change-feed.md). */
+/**
+ * Drops delivered deliveries after a week and failed ones after a month, and change-feed deletion
+ * entries after a month (docs/change-feed.md).
+ */
 export async function pruneDeliveries(db: DataSource): Promise<void> {
   await db.query(webhooksSql.prune, [KEEP_DELIVERED_MS, KEEP_FAILED_MS]);
+  await db.query(webhooksSql.pruneFeedDeletions, [KEEP_FEED_DELETIONS_MS]);
 }
 
 /**

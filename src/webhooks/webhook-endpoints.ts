@@ -4,6 +4,7 @@ import { HIGH_WATER } from '../change-feed/change-positions.sql.js';
 import type { WebhookSettings } from '../config/app-config.js';
 import { newWebhookSecret } from './webhook-signing.js';
 import { checkResolvedTarget, checkWebhookTarget } from './webhook-target.js';
+import { webhooksSql } from './webhooks.sql.js';
 
 /** How long a rotated-out secret still signs messages next to the new one. */
 export const PREVIOUS_SECRET_GRACE_MS = 24 * 3_600_000;
@@ -98,21 +99,23 @@ export async function listDeliveries(db: DataSource, id: string, o: { status?: s
 }
 
 /**
- * Sends again: one delivery, or every failed one of the endpoint. A disabled endpoint is enabled
- * again (its cursors kept, so it also gets what changed while it was disabled).
+ * Sends again: one delivery, or every failed one of the endpoint, except an older state of a row
+ * that has a newer delivery (that one is, or was, sent). A disabled endpoint is enabled again (its
+ * cursors kept, so it also gets what changed while it was disabled).
  */
-export async function redeliver(db: DataSource, id: string, deliveryId?: string): Promise<number> {
+export async function redeliver(db: DataSource, id: string, deliveryId?: string): Promise<{ queued: number; superseded: number }> {
   await mustExist(db, id);
   return db.transaction(async (m) => {
+    const superseded = (await m.query(webhooksSql.supersededBy, [id, deliveryId ?? null])) as { id: string; newer: string }[];
+    if (deliveryId !== undefined && superseded.length > 0) {
+      throw new WebhookEndpointError(
+        `delivery ${deliveryId} carries an older state of its row than delivery ${superseded[0].newer}; sent after it, it would leave the receiver behind (webhooks redeliver --id ${id} --delivery ${superseded[0].newer} sends the newest)`,
+      );
+    }
     await m.query(`UPDATE public.webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE id = $1::bigint`, [id]);
-    const [rows] = (await m.query(
-      `UPDATE public.webhook_deliveries SET status = 'pending', next_attempt_at = now(), lease_until = NULL, created_at = now(), delivered_at = NULL
-       WHERE endpoint_id = $1::bigint AND ($2::bigint IS NULL AND status = 'failed' OR id = $2::bigint)
-       RETURNING id`,
-      [id, deliveryId ?? null],
-    )) as [unknown[], number];
+    const [rows] = (await m.query(webhooksSql.redeliver, [id, deliveryId ?? null])) as [unknown[], number];
     if (deliveryId !== undefined && rows.length === 0) throw new WebhookEndpointError(`endpoint ${id} has no delivery ${deliveryId} (see webhooks deliveries --id ${id})`);
-    return rows.length;
+    return { queued: rows.length, superseded: superseded.length };
   });
 }
 

@@ -83,13 +83,47 @@ export const webhooksSql = {
   /**
    * Deliveries kept for `webhooks deliveries` and redelivery: delivered ones for $1 ms, failed ones
    * for $2 ms; older ones go, a bounded number per call so a large backlog never makes a long lock.
+   * A failed delivery goes with the newer delivered state of its row at the latest: kept alone, it
+   * would look like the row's newest state to `redeliver`, which would send the receiver back in time.
    */
   prune: `
     DELETE FROM public.webhook_deliveries WHERE id IN (
-      SELECT id FROM public.webhook_deliveries
-      WHERE (status = 'delivered' AND delivered_at < now() - $1 * interval '1 millisecond')
-         OR (status = 'failed' AND last_attempt_at < now() - $2 * interval '1 millisecond')
+      SELECT d.id FROM public.webhook_deliveries d
+      WHERE (d.status = 'delivered' AND d.delivered_at < now() - $1 * interval '1 millisecond')
+         OR (d.status = 'failed' AND (d.last_attempt_at < now() - $2 * interval '1 millisecond' OR EXISTS (
+              SELECT 1 FROM public.webhook_deliveries n
+              WHERE n.endpoint_id = d.endpoint_id AND n.row_key = d.row_key AND n.id > d.id
+                AND n.status = 'delivered' AND n.delivered_at < now() - $1 * interval '1 millisecond')))
       LIMIT 10000)`,
+
+  /**
+   * Change-feed deletion entries older than $1 ms go (they name erased customers), and the highest
+   * position gone is remembered: cursors below it are refused (docs/change-feed.md, "Deletions").
+   */
+  pruneFeedDeletions: `
+    WITH gone AS (
+      DELETE FROM public.feed_deletions WHERE ctid IN (
+        SELECT ctid FROM public.feed_deletions WHERE deleted_at < now() - $1 * interval '1 millisecond' LIMIT 10000)
+      RETURNING change_position)
+    UPDATE public.feed_deletions_purged SET through = greatest(through, (SELECT max(change_position) FROM gone))
+    WHERE EXISTS (SELECT 1 FROM gone)`,
+
+  /**
+   * Failed deliveries sent again (or the one named by $2): only a row's newest delivery, since an
+   * older state sent after a newer one would leave a receiver that applies in arrival order behind.
+   */
+  redeliver: `
+    UPDATE public.webhook_deliveries d SET status = 'pending', next_attempt_at = now(), lease_until = NULL, created_at = now(), delivered_at = NULL
+    WHERE d.endpoint_id = $1::bigint AND ($2::bigint IS NULL AND d.status = 'failed' OR d.id = $2::bigint)
+      AND NOT EXISTS (SELECT 1 FROM public.webhook_deliveries n WHERE n.endpoint_id = d.endpoint_id AND n.row_key = d.row_key AND n.id > d.id)
+    RETURNING d.id`,
+
+  /** Per failed delivery (or the one named), the newest delivery of the same row, if a newer one exists. */
+  supersededBy: `
+    SELECT d.id::text, max(n.id)::text AS newer FROM public.webhook_deliveries d
+    JOIN public.webhook_deliveries n ON n.endpoint_id = d.endpoint_id AND n.row_key = d.row_key AND n.id > d.id
+    WHERE d.endpoint_id = $1::bigint AND ($2::bigint IS NULL AND d.status = 'failed' OR d.id = $2::bigint)
+    GROUP BY d.id`,
 
   /** Age of the oldest pending delivery per application (metrics). */
   oldestPending: `

@@ -1,3 +1,5 @@
+import type { DataSource } from 'typeorm';
+import { HIGH_WATER } from '../../src/change-feed/change-positions.sql.js';
 import type { TestApp } from './app.js';
 
 export type Row = Record<string, unknown>;
@@ -50,4 +52,20 @@ export function followFeed(api: TestApp, apps: string[]): { expectListedRows(): 
       }
     },
   };
+}
+
+/**
+ * True once every change of the application lies below the feed's high-water mark: a feed read (or a
+ * webhook queueing round) started after this sees all of them. A transaction elsewhere in the same
+ * database (another writer, a background job) holds the mark back, so "no delivery pending" alone
+ * does not mean the copies are complete.
+ */
+export async function feedSettled(db: DataSource, appId: string): Promise<boolean> {
+  const [{ settled }] = (await db.query(
+    `SELECT NOT EXISTS (SELECT 1 FROM read_model.customers WHERE app_id = $1 AND change_position >= ${HIGH_WATER})
+        AND NOT EXISTS (SELECT 1 FROM read_model.transactions WHERE app_id = $1 AND change_position >= ${HIGH_WATER})
+        AND NOT EXISTS (SELECT 1 FROM public.feed_deletions WHERE app_id = $1 AND change_position >= ${HIGH_WATER}) AS settled`,
+    [appId],
+  )) as { settled: boolean }[];
+  return settled;
 }

@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import fc from 'fast-check';
 import { startTestApp, type TestApp } from '../utils/app.js';
-import { listAll, type Row } from '../utils/change-feed.js';
+import { feedSettled, listAll, type Row } from '../utils/change-feed.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
 import { startReceiver, type Received } from '../utils/webhook-receiver.js';
@@ -123,10 +123,12 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
     run.failNext = 0;
     const deadline = Date.now() + 20_000;
     for (;;) {
+      // Settled before the round: its queueing saw every change, so nothing pending means all was sent.
+      const settled = await feedSettled(db.dataSource, app);
       const claimed = await round();
       const [{ pending }] = await db.dataSource.query(`SELECT count(*)::int AS pending FROM public.webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, [id]);
-      if (pending === 0) break;
-      if (Date.now() > deadline) throw new Error(`${pending} deliveries still pending after 20 s`);
+      if (pending === 0 && settled) break;
+      if (Date.now() > deadline) throw new Error(`${pending} deliveries still pending (feed settled: ${settled}) after 20 s`);
       if (claimed === 0) await new Promise((r) => setTimeout(r, 5));
     }
     await sender.close();

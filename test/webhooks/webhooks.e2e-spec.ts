@@ -6,7 +6,7 @@ import { expectEventually } from '../utils/expect-eventually.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
 import { runCli, startService } from '../utils/processes.js';
 import { startReceiver, type Received } from '../utils/webhook-receiver.js';
-import { addEndpoint } from '../../src/webhooks/webhook-endpoints.js';
+import { addEndpoint, redeliver } from '../../src/webhooks/webhook-endpoints.js';
 import { pruneDeliveries } from '../../src/webhooks/webhook-dispatcher.js';
 
 jest.setTimeout(180_000);
@@ -234,6 +234,35 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     expect(left.map((r: { order_key: string }) => r.order_key)).toEqual(['k-delivered-6', 'k-failed-29', 'k-pending-60']);
   });
 
+  it('redeliver never sends a row back in time: a failed state with a newer delivery of its row stays failed, is refused by id, and goes when the newer one is pruned', async () => {
+    const api = await app({ WEBHOOK_DELIVERY_ENABLED: 'false' });
+    const { id } = await addEndpoint(db.dataSource, api.config.webhooks, { appId: 'app-1', url: 'http://127.0.0.1:9/x' });
+    const row = async (rowKey: string, status: string, ageDays: number) => {
+      const [{ id: deliveryId }] = await db.dataSource.query(
+        `INSERT INTO public.webhook_deliveries (endpoint_id, event_type, order_key, row_key, payload, status, delivered_at, last_attempt_at)
+         VALUES ($1, 'customer.updated', $2, $2, '{}', $3, CASE WHEN $3 = 'delivered' THEN now() - $4 * interval '1 day' END, now() - $4 * interval '1 day')
+         RETURNING id::text`,
+        [id, rowKey, status, ageDays],
+      );
+      return deliveryId as string;
+    };
+    // alice: a state given up, then a newer state delivered; bob: one state given up
+    const aliceOld = await row('customer:alice', 'failed', 1);
+    const aliceNew = await row('customer:alice', 'delivered', 1);
+    const bob = await row('customer:bob', 'failed', 1);
+    const status = async () =>
+      Object.fromEntries(((await db.dataSource.query(`SELECT id::text, status FROM public.webhook_deliveries WHERE endpoint_id = $1`, [id])) as { id: string; status: string }[]).map((r) => [r.id, r.status]));
+
+    await expect(redeliver(db.dataSource, id, aliceOld)).rejects.toThrow(`delivery ${aliceOld} carries an older state of its row than delivery ${aliceNew}`);
+    expect(await redeliver(db.dataSource, id)).toEqual({ queued: 1, superseded: 1 });
+    expect(await status()).toEqual({ [aliceOld]: 'failed', [aliceNew]: 'delivered', [bob]: 'pending' });
+
+    // a week on, the delivered state is pruned, and the failed one older than it with it (not after a month)
+    await db.dataSource.query(`UPDATE public.webhook_deliveries SET delivered_at = now() - interval '8 days' WHERE id = $1`, [aliceNew]);
+    await pruneDeliveries(db.dataSource);
+    expect(await status()).toEqual({ [bob]: 'pending' });
+  });
+
   it('rotate-secret: messages carry signatures with both the new and the previous secret', async () => {
     const api = await app();
     const hook = await receiver();
@@ -252,7 +281,11 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
   });
 
   it('two instances share the work without sending anything twice', async () => {
-    const [a, b] = [await app(), await app()];
+    // A generous attempt timeout: on a loaded machine a 5 ms answer can take longer than FAST's 500 ms
+    // to be read, and that attempt is rightly sent again (at least once); this test is about two
+    // instances never claiming the same delivery, so only a double claim may duplicate a message.
+    const slowOk = { WEBHOOK_TIMEOUT_MS: '10000' };
+    const [a, b] = [await app(slowOk), await app(slowOk)];
     const hook = await receiver(() => ({ status: 200, delayMs: 5 }));
     await addEndpoint(db.dataSource, a.config.webhooks, { appId: 'app-1', url: hook.url });
     for (let n = 0; n < 10; n++) await project(db.dataSource, Array.from({ length: 10 }, (_, i) => renewal(`user${n * 10 + i}`, 1)));
