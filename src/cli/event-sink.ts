@@ -1,5 +1,7 @@
 import { Partitioners } from 'kafkajs';
+import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
+import { sealEvents } from '../customers/crypto-shredding/sealed-username.js';
 import { openDatabase } from '../database/open-database.js';
 import { appendToEventLog } from '../event-log/event-log.js';
 import { createKafka } from '../ingestion/kafka/kafka-client.js';
@@ -39,5 +41,26 @@ export async function openEventSink(config: AppConfig): Promise<EventSink> {
     },
     close,
     chunkBytes: EMBEDDED_CHUNK_BYTES,
+  };
+}
+
+/**
+ * The same sink, with the usernames of the events sealed first (CRYPTO_SHREDDING, docs/privacy.md):
+ * imports publish events the service writes itself. Values that are not JSON pass as they are.
+ */
+export function sealingSink(db: DataSource, sink: EventSink): EventSink {
+  return {
+    ...sink,
+    send: async (messages) => {
+      const events = messages.map((m) => {
+        try {
+          return JSON.parse(m.value.toString('utf8')) as Record<string, unknown>;
+        } catch {
+          return undefined;
+        }
+      });
+      await sealEvents(db, events.filter((e) => e !== undefined && typeof e === 'object' && e !== null));
+      await sink.send(messages.map((m, i) => (events[i] === undefined ? m : { ...m, value: Buffer.from(JSON.stringify(events[i])) })));
+    },
   };
 }

@@ -84,6 +84,13 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
      ON CONFLICT (app_id, username_hash) DO UPDATE SET erased_at = greatest(s.erased_at, excluded.erased_at)`,
     args,
   );
+  // Crypto-shredding keys made before the erasure go too: an erasure another producer sent, or a
+  // database restored from a backup older than the erasure. A re-signup's key is newer and stays.
+  await m.query(
+    `DELETE FROM public.customer_keys k USING unnest($1::text[], $2::text[], $3::timestamptz[]) AS e(app_id, h, erased_at)
+     WHERE k.app_id = e.app_id AND k.username_hash = e.h AND k.created_at <= e.erased_at`,
+    args,
+  );
   // The customers erased, found by hash (one scan of the applications' customers), locked.
   const customers = (await m.query(
     `SELECT c.app_id, c.application_username, ${iso('c.first_seen_at')} AS first_seen_at, ${iso('k.erased_at')} AS erased_at

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ErrorCode } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { sealEvents } from '../customers/crypto-shredding/sealed-username.js';
 import { LogWriter } from '../event-log/log-writer.js';
 import { decodeEvent } from '../events/decode-event.js';
 import { StoreNotificationError } from './store-notification.errors.js';
@@ -18,20 +19,20 @@ export class NotificationPublisher implements OnApplicationShutdown {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() db: DataSource,
+    @InjectDataSource() private readonly db: DataSource,
   ) {
     this.log = new LogWriter(config, db, '-notifications');
   }
 
   async publish(events: readonly (Record<string, unknown> & { data: { receiptId: string } })[]): Promise<void> {
-    const messages = events.map((event) => {
-      const value = Buffer.from(JSON.stringify(event));
-      const decoded = decodeEvent(value, { receivedAt: Date.now(), maxFutureSkewMs: this.config.eventTimeMaxSkewMs });
+    for (const event of events) {
+      const decoded = decodeEvent(Buffer.from(JSON.stringify(event)), { receivedAt: Date.now(), maxFutureSkewMs: this.config.eventTimeMaxSkewMs });
       if (!decoded.ok) throw new StoreNotificationError(ErrorCode.NotificationUnmappable, `the notification maps to an event the contract refuses (${decoded.code}): ${decoded.reason}`);
-      return { key: event.data.receiptId, value };
-    });
+    }
     try {
-      await this.log.append(messages);
+      const published = structuredClone(events);
+      if (this.config.cryptoShredding) await sealEvents(this.db, published);
+      await this.log.append(published.map((event) => ({ key: event.data.receiptId, value: Buffer.from(JSON.stringify(event)) })));
     } catch (error) {
       // The broker's or PostgreSQL's words go to the log (the problem filter logs 503s with their cause), not to the store.
       throw new StoreNotificationError(ErrorCode.EventLogUnavailable, `the event log (${this.log.store}) cannot take the notification now; the store will retry`, { cause: error });

@@ -3,16 +3,20 @@ import type { WebhookSettings } from '../../src/config/app-config.js';
 import { queueChanges } from '../../src/webhooks/queue-changes.js';
 import { WebhookSender } from '../../src/webhooks/send-deliveries.js';
 import { addEndpoint } from '../../src/webhooks/webhook-endpoints.js';
+import { appendToEventLog, readEventLog } from '../../src/event-log/event-log.js';
+import { applyBatch } from '../../src/projection/apply-batch.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
-import { listAll, ROW_KEY, type Listing, type Row } from '../utils/change-feed.js';
+import { feedSettled, listAll, ROW_KEY, type Listing, type Row } from '../utils/change-feed.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
+import { runCli } from '../utils/processes.js';
 import { startReceiver } from '../utils/webhook-receiver.js';
 
 jest.setTimeout(120_000);
 
 // Deletion entries (docs/change-feed.md, "Deletions"): a feed client and a webhook receiver that
 // apply them end equal to the listings; a client that began after an erasure is never told the name.
+// The same entries announce the customers a rebuild from a partial log drops.
 
 const APP = 'erase-feed';
 const ALICE = 'alice.feed@example.com';
@@ -61,14 +65,18 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
   });
 
   /** Queues and sends until nothing is pending; applies what the receiver got, per endpoint secret, in arrival order. */
-  async function deliver(): Promise<void> {
+  async function deliver(app = APP): Promise<void> {
     const sender = new WebhookSender(db.dataSource, settings);
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; ; i++) {
+      // Settled before queueing: the round saw every change, so nothing pending means all was sent.
+      const settled = await feedSettled(db.dataSource, app);
       await queueChanges(db.dataSource, () => new Date());
       await sender.sendDue();
       await sender.idle();
       const [{ pending }] = await db.dataSource.query(`SELECT count(*)::int AS pending FROM public.webhook_deliveries WHERE status = 'pending'`);
-      if (pending === 0) break;
+      if (pending === 0 && settled) break;
+      if (i === 2000) throw new Error(`${pending} deliveries still pending (feed settled: ${settled})`);
+      if (pending === 0) await new Promise((r) => setTimeout(r, 5));
     }
     await sender.close();
     for (const r of hook.received.splice(0)) {
@@ -82,8 +90,8 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
       else copy.transactions.set(data.transactionId as string, data);
     }
   }
-  async function register(fromStart: boolean): Promise<string> {
-    const { id, secret } = await addEndpoint(db.dataSource, settings, { appId: APP, url: hook.url, fromStart });
+  async function register(fromStart: boolean, appId = APP): Promise<string> {
+    const { id, secret } = await addEndpoint(db.dataSource, settings, { appId, url: hook.url, fromStart });
     secrets.set(id, secret);
     received.set(id, { customers: new Map(), transactions: new Map(), types: [] });
     return id;
@@ -148,4 +156,44 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     const lateBodies = await db.dataSource.query(`SELECT payload FROM public.webhook_deliveries WHERE endpoint_id = $1::bigint`, [late]);
     expect(JSON.stringify(lateBodies)).not.toContain(CAROL);
   });
+
+  it('a rebuild from a partial log (--allow-partial-history) announces the customers it drops: the client and the receiver end equal to the customers listing', async () => {
+    const app = 'partial-feed';
+    const topic = 'partial-feed-log';
+    const DAVE = 'dave.partial@example.com'; // named only by events retention removes
+    const ERIN = 'erin.partial@example.com'; // named before and after the cut
+    const FRANK = 'frank.partial@example.com';
+    const ev = (id: string, receipt: string, user: string, d: number) =>
+      txEvent({ app, time: day(d), data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, purchaseId: `apple:p-${receipt}`, expirationDate: day(d + 30), applicationUsername: user } });
+    const events = [ev('d-1', 'r-d', DAVE, 1), ev('e-1', 'r-e', ERIN, 2), ev('e-2', 'r-e2', ERIN, 3), ev('f-1', 'r-f', FRANK, 4)];
+    const endpoint = await register(false, app); // before the events: it is sent every row
+    const first = BigInt(await appendToEventLog(db.dataSource, topic, events.map((e) => ({ key: null, value: Buffer.from(JSON.stringify(e)) }))));
+    const messages = await readEventLog(db.dataSource, topic, 0, first.toString(), events.length);
+    expect(await applyBatch(db.dataSource, { topic, partition: 0, messages })).toMatchObject({ kind: 'applied' });
+
+    const token = api.token(app);
+    const client = new Map<string, Row>();
+    const seen: Row[] = [];
+    let cursor = await sync(api, token, 'customers', '0', client, seen);
+    await deliver(app);
+    expect([...client.keys()].sort()).toEqual([DAVE, ERIN, FRANK]);
+    expect([...received.get(endpoint)!.customers.keys()].sort()).toEqual([DAVE, ERIN, FRANK]);
+
+    // retention removed the first two events (dave's only one, erin's first)
+    await db.dataSource.query(`DELETE FROM public.event_log WHERE topic = $1 AND "offset" < $2`, [topic, (first + 2n).toString()]);
+    const env = { DATABASE_URL: db.url, KAFKA_TOPIC: topic, LOG_LEVEL: 'error' };
+    const rebuilt = await runCli(['rebuild', '--allow-partial-history'], env);
+    expect(rebuilt.code === 0 ? 'exit 0' : `exit ${rebuilt.code}: ${rebuilt.stderr}`).toBe('exit 0');
+
+    seen.length = 0;
+    cursor = await sync(api, token, 'customers', cursor, client, seen);
+    await deliver(app);
+    const listed = await listAll(api, token, 'customers');
+    expect([...listed.keys()].sort()).toEqual([ERIN, FRANK]);
+    expect(seen.filter((r) => r.deleted === true)).toEqual([{ applicationUsername: DAVE, customerInfo: {}, receiptIds: [], deleted: true }]);
+    expect(client).toEqual(listed);
+    expect(received.get(endpoint)!.customers).toEqual(listed);
+    expect(received.get(endpoint)!.types.filter((t) => t === 'customer.deleted')).toHaveLength(1);
+  });
 });
+

@@ -4,7 +4,9 @@ import type { RawEvent } from './reference-model.js';
 // Store lifecycles as fast-check values (so a failure shrinks to a short history), expanded into
 // the snapshots a store pipeline would publish: purchases, renewals, trials, refunds, upgrades,
 // grace and billing retry, pending then completed, restores to another account, transactions
-// moving between receipts, corrected dates, stale snapshots, sandbox, consumables, several apps.
+// moving between receipts, corrected dates, stale snapshots, sandbox, consumables, several apps,
+// and customer erasures (by name or by keyed hash, at an event's exact time or between events),
+// with the erased username used again afterwards (docs/privacy.md: a re-signup is a new customer).
 
 const DAY = 86_400_000;
 // In the past: events timed in the future are refused (future_time), as they should be.
@@ -39,8 +41,22 @@ export type PurchaseSpec = {
   steps: Step[];
 };
 export type CustomerSpec = { user: number; app: number; purchases: PurchaseSpec[] };
-/** reuseIds: [i, j] publishes event i again under event j's id (a producer reusing an id for other data). */
-export type HistorySpec = { customers: CustomerSpec[]; redeliver: number[]; reuseIds?: [number, number][] };
+/**
+ * One customer.erased. `exact`: dated exactly at the time of one of the events naming the user
+ * (index mod their count; "at or before" is the edge), else at `day` (mid-day, between events).
+ * `hashed`: the event carries usernameHash instead of the name. `resignup`: the name is used again
+ * after the erasure, by a new purchase a day later or 1 ms later, or by a restore of their first
+ * receipt a day later.
+ */
+export type ErasureSpec = { user: number; app: number; day: number; exact: number | null; hashed: boolean; resignup: 'none' | 'purchase' | 'purchase-1ms' | 'relink' };
+/**
+ * reuseIds: [i, j] publishes event i again under event j's id (a producer reusing an id for other data).
+ * conflicts: [i, k] publishes event i again with its id and time but other data (variant k): two
+ * events of one version, which the content digest decides (docs/events/README.md, "Ordering rules").
+ */
+export type HistorySpec = { customers: CustomerSpec[]; redeliver: number[]; reuseIds?: [number, number][]; conflicts?: [number, number][]; erasures?: ErasureSpec[] };
+/** The keyed hash a hashed customer.erased carries (the test computes it from public.erasure_key). */
+export type UsernameHash = (app: string, username: string) => string;
 
 const step = fc.constantFrom<Step>(
   'renew', 'renew', 'renew', 'refund', 'lapse', 'billing-retry', 'billing-retry-no-grace', 'recovered', 'expire-early',
@@ -67,12 +83,24 @@ export const historyArbitrary: fc.Arbitrary<HistorySpec> = fc.record({
   // indexes (mod the event count) of events delivered twice
   redeliver: fc.array(fc.nat(), { maxLength: 6 }),
   reuseIds: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 3 }),
+  conflicts: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 3 }),
+  erasures: fc.array(
+    fc.record({
+      user: fc.integer({ min: 0, max: 4 }),
+      app: fc.integer({ min: 0, max: 1 }),
+      day: fc.integer({ min: 0, max: 600 }),
+      exact: fc.option(fc.nat(), { nil: null }),
+      hashed: fc.boolean(),
+      resignup: fc.constantFrom<ErasureSpec['resignup']>('none', 'none', 'purchase', 'purchase-1ms', 'relink'),
+    }),
+    { maxLength: 3 },
+  ),
 });
 
 const iso = (t: number) => new Date(t).toISOString();
 
 /** The events of one history, in the order they happened (arrival order is decided separately). */
-export function expandHistory(spec: HistorySpec, tag: string): RawEvent[] {
+export function expandHistory(spec: HistorySpec, tag: string, hash?: UsernameHash): RawEvent[] {
   const events: RawEvent[] = [];
   let n = 0;
   const appOf = (i: number) => `${tag}-app${i}`;
@@ -248,11 +276,74 @@ export function expandHistory(spec: HistorySpec, tag: string): RawEvent[] {
     });
   });
 
+  (spec.erasures ?? []).forEach((erasure, k) => {
+    const app = appOf(erasure.app);
+    const user = userOf(erasure.user);
+    const naming = events.filter((e) => e.appid === app && e.data.applicationUsername === user).map((e) => Date.parse(e.time));
+    const at = erasure.exact !== null && naming.length > 0 ? naming[erasure.exact % naming.length] : HISTORY_START + erasure.day * DAY + 43_210_000;
+    if (erasure.hashed && !hash) throw new Error('a hashed erasure needs the hash function');
+    emit(app, 'customer.erased', at, erasure.hashed ? { usernameHash: hash!(app, user) } : { applicationUsername: user });
+    if (erasure.resignup === 'purchase' || erasure.resignup === 'purchase-1ms') {
+      const later = at + (erasure.resignup === 'purchase' ? DAY : 1);
+      emit(app, 'transaction.updated', later, {
+        transactionId: `apple:te${k}`, purchaseId: `apple:pe${k}`, productId: 'apple:coins', platform: 'apple', receiptId: `apple:re${k}`,
+        purchaseDate: iso(later), quantity: 1, isConsumed: true, currency: 'USD', amountMicros: 990_000, applicationUsername: user,
+      });
+    }
+    const first = spec.customers.findIndex((c) => c.app === erasure.app && c.user === erasure.user);
+    if (erasure.resignup === 'relink' && first >= 0) {
+      emit(app, 'receipt.linked', at + DAY, { receiptId: `${spec.customers[first].purchases[0].platform}:r${first}x0`, applicationUsername: user });
+    }
+  });
+
   const count = events.length;
   for (const i of spec.redeliver) if (count > 0) events.push(events[i % count]);
   for (const [i, j] of spec.reuseIds ?? []) if (count > 0 && i % count !== j % count) events.push({ ...events[i % count], id: events[j % count].id });
+  for (const [i, k] of spec.conflicts ?? []) if (count > 0) events.push(conflicting(events[i % count], k));
   return events;
 }
 
+/**
+ * The arrival order the live path projects exactly (docs/privacy.md, "the live path's one
+ * approximation"): each erasure arrives before every event naming its customer dated after it (a
+ * store pipeline cannot publish a purchase before it happens, nor the erasure service after it
+ * answered). Events dated before it may still arrive after it (late events). Every copy of an
+ * erasure is moved (every event counts, redeliveries and reused ids too); the test also ends a
+ * batch at each erasure.
+ */
+export function erasuresBeforeLaterEvents(arrival: readonly RawEvent[], users: readonly string[], hash?: UsernameHash): RawEvent[] {
+  const out = [...arrival];
+  for (let i = 0; i < out.length; i++) {
+    const e = out[i];
+    if (e.type !== 'customer.erased') continue;
+    const name = (e.data.applicationUsername as string | undefined) ?? users.find((u) => hash?.(e.appid, u) === e.data.usernameHash);
+    const at = Date.parse(e.time);
+    const j = out.findIndex((o, k) => k < i && o.appid === e.appid && o.data.applicationUsername === name && Date.parse(o.time) > at);
+    if (j >= 0) {
+      out.splice(i, 1);
+      out.splice(j, 0, e);
+    }
+  }
+  return out;
+}
+
+/** The generator's usernames. */
+export const USERS = [0, 1, 2, 3, 4].map((i) => `u${String(i).padStart(2, '0')}`);
+
 /** Instants to ask "who is active" at: the history's span, before and after. */
 export const NOW_INSTANTS = [-1, 20, 100, 250, 500, 900, 2000].map((d) => new Date(HISTORY_START + d * DAY));
+
+/** The same id and time with other data: another expiration, intent, or username. */
+function conflicting(e: RawEvent, variant: number): RawEvent {
+  const d = e.data;
+  if (e.type === 'customer.erased') return e; // an erasure has no other data to vary: a redelivery
+  if (e.type === 'receipt.linked') return { ...e, data: { ...d, applicationUsername: `${d.applicationUsername as string}-alt` } };
+  switch (variant % 3) {
+    case 0:
+      return d.expirationDate === undefined ? { ...e, data: { ...d, isAcknowledged: !d.isAcknowledged } } : { ...e, data: { ...d, expirationDate: iso(Date.parse(d.expirationDate as string) + 30 * DAY) } };
+    case 1:
+      return { ...e, data: { ...d, renewalIntent: d.renewalIntent === 'Lapse' ? 'Renew' : 'Lapse' } };
+    default:
+      return d.applicationUsername === undefined ? { ...e, data: { ...d, isAcknowledged: !d.isAcknowledged } } : { ...e, data: { ...d, applicationUsername: `${d.applicationUsername as string}-alt` } };
+  }
+}

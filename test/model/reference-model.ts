@@ -3,20 +3,28 @@
 // code with src/ (only the JSON it produces is compared), so a wrong rule in the service and a
 // wrong rule here would have to be wrong in the same way to go unnoticed.
 //
-// Events are the raw CloudEvents a producer publishes, in the order the log holds them: of events
-// sharing an id (redeliveries, or an id reused for other data) the first one wins.
+// Events are the raw CloudEvents a producer publishes, in the order the log holds them. Every one
+// counts, redeliveries and ids reused for other data too (docs/events/README.md, "Ordering rules"):
+// equal versions are ranked by the content digest that section defines, written again here.
+//
+// Erasure, from docs/privacy.md ("What happens", 4) and docs/api.md: an event naming a username
+// dated at or before that username's latest customer.erased names no one. Its link still competes
+// for the receipt, but when it wins the receipt has no owner; it is no sighting. Transactions stay.
+// A later event naming the same username starts a new customer, first seen then.
+
+import { createHash } from 'node:crypto';
 
 export type RawEvent = {
   specversion: '1.0';
   source: string;
   id: string;
-  type: 'transaction.updated' | 'receipt.linked';
+  type: 'transaction.updated' | 'receipt.linked' | 'customer.erased';
   time: string;
   appid: string;
   data: Record<string, unknown>;
 };
 
-type Snapshot = { time: number; id: string; data: Record<string, unknown> };
+type Snapshot = { time: number; id: string; data: Record<string, unknown>; tie: string };
 
 const ms = (s: unknown) => (typeof s === 'string' ? Date.parse(s) : undefined);
 const out = (t: number) => new Date(t).toISOString();
@@ -26,9 +34,30 @@ function compareIds(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
-/** Newest first: later time, then greater id. */
-function newerFirst(a: { time: number; id: string }, b: { time: number; id: string }): number {
-  return a.time !== b.time ? b.time - a.time : compareIds(b.id, a.id);
+/** Newest first: later time, then greater id, then (equal versions) the greater tie key. */
+function newerFirst(a: { time: number; id: string; tie: string }, b: { time: number; id: string; tie: string }): number {
+  if (a.time !== b.time) return b.time - a.time;
+  return compareIds(b.id, a.id) || compareIds(b.tie, a.tie);
+}
+
+// docs/events/README.md, "Ordering rules": the snapshot's fields in this order, each as a string
+// (times in UTC with six fraction digits) or null when absent, as a JSON array, hashed with SHA-256.
+const DIGEST_FIELDS = [
+  'receiptId', 'purchaseId', 'productId', 'platform', 'sandbox', 'purchaseDate', 'lastRenewalDate', 'renewalDate', 'expirationDate',
+  'renewalIntent', 'renewalIntentChangeDate', 'cancelationReason', 'isPending', 'isAcknowledged', 'isConsumed', 'isBillingRetryPeriod',
+  'isTrialPeriod', 'isIntroPeriod', 'isExpired', 'gracePeriodExpirationDate', 'revocationDate', 'isUpgraded', 'priceConsentStatus',
+  'discountId', 'offerType', 'offerDiscountType', 'offerPeriod', 'ownershipType', 'quantity', 'amountUSD', 'amountMicros', 'currency',
+];
+const TIME_FIELDS = new Set(['purchaseDate', 'lastRenewalDate', 'renewalDate', 'expirationDate', 'renewalIntentChangeDate', 'gracePeriodExpirationDate', 'revocationDate']);
+const SPELLINGS: Record<string, string> = { amountUSD: 'priceUSD', amountMicros: 'priceMicros' };
+function contentDigest(data: Record<string, unknown>): string {
+  const values = DIGEST_FIELDS.map((f) => {
+    const v = data[f] ?? (SPELLINGS[f] ? data[SPELLINGS[f]] : undefined);
+    if (v === undefined || v === null) return null;
+    // the generator writes milliseconds: six digits are those and three zeros
+    return TIME_FIELDS.has(f) ? new Date(Date.parse(v as string)).toISOString().replace('Z', '000Z') : String(v);
+  });
+  return createHash('sha256').update(JSON.stringify(values)).digest('hex');
 }
 
 type ModelTransaction = {
@@ -52,25 +81,40 @@ export class ReferenceModel {
   private readonly owners = new Map<string, string>(); // app \0 receiptId -> username
   private readonly customers = new Map<string, { app: string; name: string; firstSeen: number }>();
 
-  constructor(events: readonly RawEvent[]) {
-    const unique = new Map<string, RawEvent>();
-    for (const e of events) if (!unique.has(`${e.appid}\u0000${e.id}`)) unique.set(`${e.appid}\u0000${e.id}`, e);
+  /** `hash`: the keyed hash of docs/privacy.md, to match erasures that carry usernameHash. */
+  constructor(events: readonly RawEvent[], hash?: (app: string, username: string) => string) {
+    // the latest erasure per application and name (or hash)
+    const erasedUntil = new Map<string, number>();
+    for (const e of events) {
+      if (e.type !== 'customer.erased') continue;
+      const key = e.data.usernameHash !== undefined ? `${e.appid}\u0000#${e.data.usernameHash}` : `${e.appid}\u0000${e.data.applicationUsername}`;
+      erasedUntil.set(key, Math.max(erasedUntil.get(key) ?? -Infinity, ms(e.time)!));
+    }
+    const namesNoOne = (app: string, name: string, time: number) => {
+      if (erasedUntil.size === 0) return false;
+      const byName = erasedUntil.get(`${app}\u0000${name}`) ?? -Infinity;
+      const byHash = hash ? (erasedUntil.get(`${app}\u0000#${hash(app, name)}`) ?? -Infinity) : -Infinity;
+      return time <= Math.max(byName, byHash);
+    };
 
     const snapshots = new Map<string, Snapshot[]>();
     const explicitLinks = new Map<string, Snapshot[]>();
     const implicitLinks = new Map<string, Snapshot[]>();
     const push = (map: Map<string, Snapshot[]>, key: string, s: Snapshot) => map.set(key, [...(map.get(key) ?? []), s]);
 
-    for (const e of unique.values()) {
-      const s: Snapshot = { time: ms(e.time)!, id: e.id, data: e.data };
+    for (const e of events) {
+      if (e.type === 'customer.erased') continue;
+      const s: Snapshot = { time: ms(e.time)!, id: e.id, data: e.data, tie: '' };
       const name = e.data.applicationUsername as string | undefined;
+      // links of equal versions rank by the username's bytes
+      const asLink = { ...s, tie: name ?? '' };
       if (e.type === 'transaction.updated') {
-        push(snapshots, `${e.appid}\u0000${e.data.transactionId}`, s);
-        if (name) push(implicitLinks, `${e.appid}\u0000${e.data.receiptId}`, s);
+        push(snapshots, `${e.appid}\u0000${e.data.transactionId}`, { ...s, tie: contentDigest(e.data) });
+        if (name) push(implicitLinks, `${e.appid}\u0000${e.data.receiptId}`, asLink);
       } else {
-        push(explicitLinks, `${e.appid}\u0000${e.data.receiptId}`, s);
+        push(explicitLinks, `${e.appid}\u0000${e.data.receiptId}`, asLink);
       }
-      if (name) {
+      if (name && !namesNoOne(e.appid, name, s.time)) {
         const key = `${e.appid}\u0000${name}`;
         const known = this.customers.get(key);
         if (!known || s.time < known.firstSeen) this.customers.set(key, { app: e.appid, name, firstSeen: s.time });
@@ -115,7 +159,8 @@ export class ReferenceModel {
       const explicit = explicitLinks.get(key);
       // the latest receipt.linked; without one, the earliest username carried by a transaction
       const owner = explicit ? [...explicit].sort(newerFirst)[0] : [...implicitLinks.get(key)!].sort(newerFirst).at(-1)!;
-      this.owners.set(key, owner.data.applicationUsername as string);
+      const name = owner.data.applicationUsername as string;
+      if (!namesNoOne(key.split('\u0000')[0], name, owner.time)) this.owners.set(key, name);
     }
   }
 
@@ -124,8 +169,12 @@ export class ReferenceModel {
     const limit = q.limit ?? 100;
     const from = q.startdate ? Date.parse(q.startdate) : -Infinity;
     const to = q.enddate ? Date.parse(q.enddate) : Infinity;
-    // A chain id: the id as a purchaseId, or the purchaseId of the transaction it names (docs/api.md).
-    const chain = (id: string) => new Set([id, ...this.transactions.filter((t) => t.app === app && t.transactionId === id).map((t) => t.data.purchaseId as string)]);
+    // A chain id: the id as a purchaseId, or the purchaseId of the transaction it names; an id without
+    // a `<platform>:` prefix stands for itself under apple: and google: too (docs/api.md).
+    const chain = (given: string) => {
+      const ids = given.includes(':') ? [given] : [given, `apple:${given}`, `google:${given}`];
+      return new Set([...ids, ...this.transactions.filter((t) => t.app === app && ids.includes(t.transactionId)).map((t) => t.data.purchaseId as string)]);
+    };
     const chains = [q.transactionId, q.purchaseId].flatMap((id) => (id === undefined ? [] : [chain(id)]));
     const rows = this.transactions
       .filter((t) => t.app === app && t.date >= from && t.date < to)

@@ -122,4 +122,39 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     arrival: 5,
     batchSizes: [2, 7],
   },
+  {
+    // issue 23: erasures by name and by hash; one at the exact time of an event naming the customer
+    // (at or before: that event names no one); a re-signup 1 ms and a day later, a restore of the
+    // first receipt after the erasure; a second erasure forgetting the re-signup between the two
+    name: 'erasures: exact-time edge, hashed, re-signup by purchase and by restore, erased twice',
+    spec: {
+      customers: [
+        { user: 0, app: 0, purchases: [monthly({ steps: ['renew', 'renewal-with-original-user'] }), monthly({ startDay: 300, link: 'explicit' })] },
+        { user: 1, app: 0, purchases: [monthly({ steps: ['restore', 'renew'] }), monthly({ platform: 'google', startDay: 60 })] },
+        { user: 2, app: 1, purchases: [monthly({ product: 'yearly', steps: ['billing-retry'] })] },
+      ],
+      redeliver: [4],
+      erasures: [
+        { user: 0, app: 0, day: 45, exact: null, hashed: false, resignup: 'purchase-1ms' },
+        { user: 0, app: 0, day: 200, exact: null, hashed: true, resignup: 'none' },
+        { user: 1, app: 0, day: 0, exact: 1, hashed: true, resignup: 'relink' },
+        { user: 2, app: 1, day: 0, exact: 0, hashed: false, resignup: 'purchase' },
+      ],
+    },
+    arrival: 17,
+    batchSizes: [3, 1, 2],
+  },
+  {
+    // issue 23: the edge of "at or before": the customer's first event is dated exactly at the
+    // erasure and arrives after it (a later batch), behind their later billing-retry snapshot; it
+    // still names no one, and, as the earliest implicit link, leaves the receipt without owner
+    name: 'erasure dated exactly at an event that arrives after it',
+    spec: {
+      customers: [{ user: 2, app: 1, purchases: [monthly({ product: 'yearly', steps: ['billing-retry'] })] }],
+      redeliver: [],
+      erasures: [{ user: 2, app: 1, day: 0, exact: 0, hashed: false, resignup: 'purchase' }],
+    },
+    arrival: 1,
+    batchSizes: [1],
+  },
 ];

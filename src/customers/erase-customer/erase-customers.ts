@@ -26,8 +26,8 @@ export const MAX_ERASURES_PER_CALL = 1000;
  * Forgets customers (docs/privacy.md): appends one customer.erased event per username, carrying
  * only its keyed hash, records the audit rows, and redacts the username where the service stored it
  * outside the read models: the embedded log's events dated at or before the erasure (in place:
- * `erased:<hash>`, which replays as naming no one) and the dead letters (every occurrence). The
- * read models follow when the projection applies the event, on every replay alike.
+ * `erased:<hash>`, which replays as naming no one) and the dead letters (every occurrence), and
+ * deletes their crypto-shredding key. The read models follow when the projection applies the event, on every replay alike.
  */
 export async function eraseCustomers(db: DataSource, request: ErasureRequest): Promise<ErasureResult> {
   const key = await erasureKey(db);
@@ -50,6 +50,9 @@ export async function eraseCustomers(db: DataSource, request: ErasureRequest): P
     `INSERT INTO public.erasure_audit (app_id, event_id, subject, via, requested_at) SELECT $1, e, $2, $3, $4 FROM unnest($5::text[]) AS e`,
     [request.appId, request.subject ?? null, request.via, time, events.map((e) => e.id)],
   );
+  // Crypto-shredding: the events the service published sealed for them can no longer be opened
+  // (docs/privacy.md). After the append: a failed append leaves the key, so a retry finds it whole.
+  await db.query(`DELETE FROM public.customer_keys WHERE app_id = $1 AND username_hash = ANY($2::text[])`, [request.appId, events.map((e) => e.hash)]);
   let redactedEvents = 0;
   let redactedDeadLetters = 0;
   const cutoff = normalizeTime(time)!;

@@ -6,6 +6,9 @@ type Query = { query: (sql: string, params?: unknown[]) => Promise<unknown> };
 export const REDACTED_PREFIX = 'erased:';
 const REDACTED = /^erased:([0-9a-f]{64})$/;
 
+/** A redacted username, or a sealed one whose key is gone: it names no one, whatever its date (docs/privacy.md). */
+export const isRedacted = (username: string) => REDACTED.test(username);
+
 /**
  * The keyed hash that stands for a username once it is erased (docs/privacy.md): HMAC-SHA256 of the
  * application id, a NUL byte and the username, under the 64-byte key of public.erasure_key, in

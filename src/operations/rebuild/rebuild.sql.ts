@@ -24,4 +24,15 @@ export const rebuildSql = {
     WITH g AS (UPDATE public.read_model_generation SET generation = generation + 1, switched_at = now() RETURNING generation)
     SELECT generation FROM g`,
   generation: `SELECT generation, switched_at FROM public.read_model_generation`,
+  /**
+   * Customers live lists and the new generation does not (a rebuild from a partial log, or a drift
+   * it corrects): deletion entries at the switch's position, so feed clients and webhook endpoints
+   * that hold the row delete it, as after an erasure (docs/change-feed.md, "Rebuilds"). Run under
+   * the live-projection lock, before the schemas are renamed; one anti-join over the customers.
+   */
+  announceDroppedCustomers: (schema: string) => `
+    INSERT INTO public.feed_deletions (app_id, feed_table, row_key)
+    SELECT l.app_id, 'customers', l.application_username FROM read_model.customers l
+    WHERE NOT EXISTS (SELECT 1 FROM ${schema}.customers g WHERE g.app_id = l.app_id AND g.application_username = l.application_username)
+    ON CONFLICT DO NOTHING`,
 };

@@ -78,6 +78,7 @@ export class Rebuilder {
         if (existing) await this.db.query(rebuildSql.finish, [existing.id, 'aborted', JSON.stringify({ reason: 'superseded by a new verify' })]);
         if (!options.allowPartialHistory) await this.refusePartialHistory();
         changesFrom = await this.createGeneration(schema);
+        if (options.allowPartialHistory) await this.startAtLogStart(schema);
         target = await this.logEndOffsets();
         [{ id }] = await this.db.query(rebuildSql.start, [kind, schema, JSON.stringify(Object.fromEntries([...target].map(([p, o]) => [p, o.toString()]))), this.owner, changesFrom]);
         this.logger.log({ msg: `${kind} #${id} into ${schema}`, topic, targetOffsets: Object.fromEntries([...target].map(([p, o]) => [p, o.toString()])) });
@@ -250,6 +251,21 @@ export class Rebuilder {
     );
   }
 
+  /**
+   * A new generation reads a partition from offset 0, and a batch starting later is a gap (events
+   * lost). With --allow-partial-history the events before the log's start are known to be gone:
+   * the generation starts at the start, or it would stop at that gap (and the rebuild fail).
+   */
+  private async startAtLogStart(schema: string): Promise<void> {
+    const { topic, positions } = await readPositions(this.config, this.db);
+    const cut = positions.filter((p) => p.logStart > 0n);
+    if (cut.length === 0) return;
+    await this.db.query(
+      `INSERT INTO ${schema}.projection_offsets (topic, partition, next_offset) SELECT $1, * FROM unnest($2::int[], $3::bigint[]) ON CONFLICT DO NOTHING`,
+      [topic, cut.map((p) => p.partition), cut.map((p) => p.logStart.toString())],
+    );
+  }
+
   /** Next offset to be written per partition of the log right now. */
   private async logEndOffsets(): Promise<Offsets> {
     if (!this.config.kafka) {
@@ -316,6 +332,7 @@ export class Rebuilder {
         await m.query(stamp.rebuilt);
         await m.query(stamp.changedLive, [changesFrom]);
       }
+      await m.query(rebuildSql.announceDroppedCustomers(schema));
       await m.query(`DROP SCHEMA IF EXISTS read_model_previous CASCADE`);
       await m.query(`ALTER SCHEMA read_model RENAME TO read_model_previous`);
       await m.query(`ALTER SCHEMA ${schema} RENAME TO read_model`);
