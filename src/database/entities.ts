@@ -112,12 +112,6 @@ export class TransactionEntity {
   @Column({ name: 'change_position', type: 'bigint', nullable: true }) changePosition: string | null;
 }
 
-@Entity({ schema: 'read_model', name: 'processed_events' })
-export class ProcessedEventEntity {
-  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
-  @PrimaryColumn({ name: 'event_id', type: 'text' }) eventId: string;
-}
-
 @Entity({ schema: 'read_model', name: 'projection_offsets' })
 export class ProjectionOffsetEntity {
   @PrimaryColumn({ type: 'text' }) topic: string;
@@ -248,7 +242,6 @@ export const ENTITIES = [
   CustomerEntity,
   ReceiptEntity,
   TransactionEntity,
-  ProcessedEventEntity,
   ProjectionOffsetEntity,
   EventLogEntity,
   EventLogHeadEntity,

@@ -39,4 +39,20 @@ describe('generateEvents', () => {
     const years = new Set(events.map((e) => String(e.time).slice(0, 4)));
     expect(years.size).toBeGreaterThanOrEqual(3);
   });
+
+  it('time order: the same events interleaved by event time, each with a distinct random UUIDv4 id', () => {
+    const byCustomer = take(11, 5000);
+    const byTime = [...generateEvents({ seed: 11, events: 5000, order: 'time' })];
+    expect(byTime).toEqual([...generateEvents({ seed: 11, events: 5000, order: 'time' })]);
+    const withoutId = ({ id: _id, ...rest }: Record<string, unknown>) => JSON.stringify(rest);
+    expect(byTime.map(withoutId).sort()).toEqual(byCustomer.map(withoutId).sort());
+    const times = byTime.map((e) => e.time as string);
+    expect(times).toEqual([...times].sort());
+    const ids = byTime.map((e) => e.id as string);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    // interleaved: consecutive events rarely belong to the same receipt, unlike the customer order
+    const sameReceipt = (es: Record<string, unknown>[]) => es.filter((e, i) => i > 0 && (e.data as { receiptId: string }).receiptId === (es[i - 1].data as { receiptId: string }).receiptId).length;
+    expect(sameReceipt(byTime)).toBeLessThan(sameReceipt(byCustomer) / 10);
+  });
 });

@@ -13,6 +13,12 @@ export type GenerateOptions = {
   apps?: { id: string; weight: number }[];
   /** Last day of the three-year window. */
   until?: Date;
+  /**
+   * `customer` (default): one customer's whole history after another, ids `<seed>-<n>`. `time`: the
+   * same events interleaved by event time with random UUIDv4 ids, as stores send them (one
+   * notification UUID per event, receipts scattered over every batch). Held in memory to sort.
+   */
+  order?: 'customer' | 'time';
 };
 
 const DAY = 86_400_000;
@@ -43,6 +49,10 @@ type Event = Record<string, unknown>;
  * Nothing is timed after `until`: a stream generated today holds no event from the future.
  */
 export function* generateEvents(o: GenerateOptions): Generator<Event> {
+  if (o.order === 'time') {
+    yield* timeOrdered(o);
+    return;
+  }
   const until = (o.until ?? new Date(Date.UTC(2026, 10, 21))).getTime();
   let produced = 0;
   for (const event of lifecycles(o, until, () => produced)) {
@@ -51,6 +61,24 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
     yield event;
     if (produced >= o.events) return;
   }
+}
+
+function* timeOrdered(o: GenerateOptions): Generator<Event> {
+  const events = [...generateEvents({ ...o, order: 'customer' })];
+  // Array.prototype.sort is stable: events of equal time keep their customer order.
+  events.sort((a, b) => (a.time === b.time ? 0 : (a.time as string) < (b.time as string) ? -1 : 1));
+  const rnd = mulberry32(o.seed ^ 0x5eed);
+  for (const e of events) yield { ...e, id: uuidV4(rnd) };
+}
+
+/** A random (version 4, RFC 9562) UUID drawn from `rnd`, so a seed still gives the same stream. */
+function uuidV4(rnd: () => number): string {
+  const bytes = new Uint8Array(16);
+  for (let i = 0; i < 16; i++) bytes[i] = Math.floor(rnd() * 256);
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = Buffer.from(bytes).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 function* lifecycles(o: GenerateOptions, until: number, count: () => number): Generator<Event> {

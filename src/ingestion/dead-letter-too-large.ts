@@ -44,12 +44,12 @@ export async function deadLetterTooLarge(
     if (schema === LIVE_SCHEMA) await m.query('SELECT pg_advisory_xact_lock_shared($1)', [LIVE_PROJECTION_LOCK]);
     const [{ next_offset: stored }] = (await m.query(q.lockOffset, [message.topic, message.partition])) as { next_offset: string }[];
     const offset = BigInt(message.offset);
-    if (offset < BigInt(stored)) return { kind: 'applied', nextOffset: stored, applied: [], duplicates: 0, alreadyProjected: 1, deadLetters: [] };
+    if (offset < BigInt(stored)) return { kind: 'applied', nextOffset: stored, applied: [], alreadyProjected: 1, deadLetters: [] };
     if (offset > BigInt(stored) && (options.follows === undefined || BigInt(options.follows) >= BigInt(stored))) return { kind: 'gap', storedOffset: stored };
     await m.query(q.insertDeadLetters, [letter.topic, letter.partition, [letter.offset], [letter.key], [letter.value], [letter.code], [letter.reason]]);
     const nextOffset = (offset + 1n).toString();
     await m.query(q.storeOffset, [message.topic, message.partition, nextOffset, message.sha1]);
     await options.beforeCommit?.([letter]);
-    return { kind: 'applied', nextOffset, applied: [], duplicates: 0, alreadyProjected: 0, deadLetters: [letter] };
+    return { kind: 'applied', nextOffset, applied: [], alreadyProjected: 0, deadLetters: [letter] };
   });
 }

@@ -122,7 +122,6 @@ export class Projector {
       kind: 'applied',
       nextOffset: second.nextOffset,
       applied: [...first.applied, ...second.applied],
-      duplicates: first.duplicates + second.duplicates,
       alreadyProjected: first.alreadyProjected + second.alreadyProjected,
       deadLetters: [...first.deadLetters, ...second.deadLetters],
     };

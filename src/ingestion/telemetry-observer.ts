@@ -27,7 +27,6 @@ export class TelemetryObserver implements ProjectionObserver {
       this.clock.observe(event.time);
     }
     for (const [type, n] of applied) this.metrics.eventsProjected.inc({ type, outcome: 'applied' }, n);
-    if (outcome.duplicates > 0) this.metrics.eventsProjected.inc({ type: 'any', outcome: 'duplicate' }, outcome.duplicates);
     for (const d of outcome.deadLetters) {
       this.metrics.deadLetters.inc({ code: d.code });
       this.metrics.eventsProjected.inc({ type: 'unknown', outcome: 'dead_letter' });

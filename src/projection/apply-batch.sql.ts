@@ -24,13 +24,6 @@ export const sql = (schema: string) => ({
     ON CONFLICT (topic, partition) DO UPDATE SET next_offset = o.next_offset
     RETURNING next_offset`,
 
-  /** Returns the (app_id, event_id) pairs not applied before; the others are repeats to ignore. */
-  claimEvents: `
-    INSERT INTO ${schema}.processed_events (app_id, event_id)
-    SELECT * FROM unnest($1::text[], $2::text[]) AS e(app_id, event_id) ORDER BY 1, 2
-    ON CONFLICT DO NOTHING
-    RETURNING app_id, event_id`,
-
   /** New rows only; RETURNING says which keys this batch created (counted +1 on their day). */
   insertNewTransactions: `
     INSERT INTO ${schema}.transactions
@@ -50,6 +43,22 @@ export const sql = (schema: string) => ({
     FROM ${schema}.transactions t
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id
     ORDER BY t.app_id, t.transaction_id FOR UPDATE OF t`,
+
+  /**
+   * The whole stored snapshot of rows an incoming snapshot ties with (same time and id: an id reused
+   * for other data), in the form snapshotDigest reads: times as the decoder writes them.
+   */
+  readSnapshots: `
+    SELECT t.app_id, t.transaction_id, t.receipt_id, t.purchase_id, t.product_id, t.platform, t.sandbox,
+           ${iso('t.purchase_date')} AS purchase_date, ${iso('t.last_renewal_date')} AS last_renewal_date,
+           ${iso('t.renewal_date')} AS renewal_date, ${iso('t.expiration_date')} AS expiration_date, t.renewal_intent,
+           ${iso('t.renewal_intent_change_date')} AS renewal_intent_change_date, t.snapshot_cancelation_reason,
+           t.is_pending, t.is_acknowledged, t.is_consumed, t.is_billing_retry_period, t.is_trial_period, t.is_intro_period,
+           t.is_expired, ${iso('t.grace_period_expiration_date')} AS grace_period_expiration_date,
+           ${iso('t.revocation_date')} AS revocation_date, t.snapshot_is_upgraded, t.price_consent_status, t.discount_id,
+           t.offer_type, t.offer_discount_type, t.offer_period, t.ownership_type, t.quantity, t.amount_usd, t.amount_micros, t.currency
+    FROM ${schema}.transactions t
+    JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id`,
 
   /** Rows whose newest snapshot changed: every column is written from the merged image. */
   overwriteTransactions: `

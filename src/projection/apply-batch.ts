@@ -7,10 +7,11 @@ import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary }
 import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
 import { dayCountDeltas, utcDay } from './day-counts.js';
-import { linkWins, mergeTransaction, projectEvents, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
+import { linkWins, mergeTransaction, projectEvents, snapshotWins, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
 import { applyReplacements } from './replacements.js';
 import { applyErasures, erasuresFor } from './erasures.js';
+import { openSealedMessages } from '../customers/crypto-shredding/sealed-username.js';
 
 export type LogMessage = {
   offset: string;
@@ -29,8 +30,6 @@ export type BatchOutcome =
       nextOffset: string;
       /** Events that changed (or could have changed) the read models. */
       applied: PurchaseEvent[];
-      /** Event ids seen before, ignored. */
-      duplicates: number;
       /** Messages below the stored offset: already projected by an earlier run. */
       alreadyProjected: number;
       deadLetters: DeadLetter[];
@@ -78,7 +77,7 @@ export const LIVE_PROJECTION_LOCK = 727_002;
 /**
  * Projects one batch of consecutive messages of one topic partition in a single transaction and
  * records the next offset next to the rows. Safe to call again with the same or overlapping
- * messages: what is below the stored offset is skipped, repeated event ids are ignored. A batch
+ * messages: what is below the stored offset is skipped, and an event applied again changes nothing. A batch
  * that starts beyond the stored offset would leave a hole, so it is refused ('gap') and the
  * caller must seek back to `storedOffset`.
  */
@@ -103,7 +102,7 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     const storedOffset = BigInt(stored);
     const fresh = batch.messages.filter((msg) => BigInt(msg.offset) >= storedOffset);
     if (fresh.length === 0) {
-      return { kind: 'applied', nextOffset: stored, applied: [], duplicates: 0, alreadyProjected: batch.messages.length, deadLetters: [] };
+      return { kind: 'applied', nextOffset: stored, applied: [], alreadyProjected: batch.messages.length, deadLetters: [] };
     }
     const first = BigInt(fresh[0].offset);
     const logStart = options.logStartOffset === undefined ? storedOffset : BigInt(options.logStartOffset);
@@ -112,12 +111,15 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     const events: PurchaseEvent[] = [];
     const staged: StagedEvent[] = [];
     const deadLetters: DeadLetter[] = [];
-    for (const msg of fresh) {
+    // Sealed usernames opened (or erased:<hash> once their key is gone); dead letters and the stored
+    // offset's digest keep the message as the log holds it.
+    const readable = await openSealedMessages(m, fresh);
+    for (const [i, msg] of fresh.entries()) {
       const refusal = options.refused?.get(msg.offset);
       const decoded: Decoded =
         refusal !== undefined
           ? { ok: false, code: RejectCode.ProjectionFailed, reason: `PostgreSQL refused the event: ${refusal}` }
-          : decodeEvent(msg.value, { receivedAt: msg.timestamp === undefined ? undefined : Number(msg.timestamp), maxFutureSkewMs: options.maxFutureSkewMs });
+          : decodeEvent(readable[i].value, { receivedAt: msg.timestamp === undefined ? undefined : Number(msg.timestamp), maxFutureSkewMs: options.maxFutureSkewMs });
       if (decoded.ok) {
         if (options.stage) staged.push({ event: decoded.event, offset: msg.offset });
         else events.push(decoded.event);
@@ -134,23 +136,17 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
         });
     }
 
-    const unique = firstOfEachId(events);
-    let applied: PurchaseEvent[] = [];
-    // Staged events are de-duplicated by the fold, over the whole log at once.
+    let applied: PurchaseEvent[];
     if (options.stage) {
+      // Staged events are folded over the whole log at once (foldStaged).
       await stageEvents(m, schema, batch.partition, staged);
       applied = staged.map((s) => s.event);
-    } else if (unique.length > 0) {
-      const claimed = (await m.query(q.claimEvents, [unique.map((e) => e.appId), unique.map((e) => e.id)])) as { app_id: string; event_id: string }[];
-      const isNew = new Set(claimed.map((c) => `${c.app_id}\u0000${c.event_id}`));
-      applied = unique.filter((e) => isNew.has(`${e.appId}\u0000${e.id}`));
-    }
-
-    if (!options.stage) {
+    } else {
       // Erasures (docs/privacy.md): events naming an erased customer at or before the erasure name no one.
-      const erased = await erasuresFor(m, schema, applied);
-      await writeChanges(m, schema, projectEvents(applied, erased.isErased));
+      const erased = await erasuresFor(m, schema, events);
+      await writeChanges(m, schema, projectEvents(events, erased.isErased));
       await applyErasures(m, schema, erased.erasures, schema === LIVE_SCHEMA);
+      applied = events;
     }
     if (deadLetters.length > 0) {
       await m.query(q.insertDeadLetters, [
@@ -171,7 +167,6 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
       kind: 'applied',
       nextOffset,
       applied,
-      duplicates: events.length - applied.length,
       alreadyProjected: batch.messages.length - fresh.length,
       deadLetters,
     };
@@ -234,6 +229,17 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
       const rows = (await m.query(q.lockTransactions, [existing.map((t) => t.app_id), existing.map((t) => t.transaction_id)])) as StoredTransaction[];
       for (const r of rows) stored.set(key2(r.app_id, r.transaction_id), r);
     }
+    // Equal versions are decided by content (snapshotWins), so those rows are read whole; rare
+    // (a redelivery, or an id reused for other data), hence not part of the lock read above.
+    const tied = existing.filter((t) => {
+      const before = stored.get(key2(t.app_id, t.transaction_id));
+      return before !== undefined && before.version_time === t.version_time && before.version_id === t.version_id;
+    });
+    const storedSnapshots = new Map<string, Partial<TransactionRow>>();
+    if (tied.length > 0) {
+      const rows = (await m.query(q.readSnapshots, [tied.map((t) => t.app_id), tied.map((t) => t.transaction_id)])) as (Partial<TransactionRow> & { app_id: string; transaction_id: string })[];
+      for (const r of rows) storedSnapshots.set(key2(r.app_id, r.transaction_id), r);
+    }
     const overwrite: TransactionRow[] = [];
     const redate: StoredTransaction[] = [];
     for (const t of txs) {
@@ -247,9 +253,10 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
         continue;
       }
       // The stored row stands in for every snapshot merged into it so far.
-      const merged = mergeTransaction({ ...t, ...before } as TransactionRow, t);
+      const known = { ...t, ...before, ...storedSnapshots.get(k) } as TransactionRow;
+      const merged = mergeTransaction(known, t);
       let changed = true;
-      if (merged.version_id === t.version_id && merged.version_time === t.version_time) {
+      if (snapshotWins(t, known)) {
         overwrite.push(merged);
         wrote(merged);
       } else if (merged.first_event_at !== before.first_event_at) {
@@ -412,14 +419,4 @@ function assertAscending(batch: Batch): void {
       throw new Error(`batch of ${batch.topic}/${batch.partition} is not in offset order at ${batch.messages[i - 1].offset} -> ${batch.messages[i].offset}`);
     }
   }
-}
-
-function firstOfEachId(events: PurchaseEvent[]): PurchaseEvent[] {
-  const seen = new Set<string>();
-  return events.filter((e) => {
-    const key = `${e.appId}\u0000${e.id}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
 }

@@ -1,5 +1,5 @@
 import type { PurchaseEvent, TransactionSnapshot } from '../events/purchase-event.js';
-import { isNewer, linkWins, projectEvents, replacementFlags, type ReplacementCandidate } from './project-events.js';
+import { isNewer, linkWins, projectEvents, replacementFlags, snapshotDigest, type ReplacementCandidate } from './project-events.js';
 
 // given / when / then over the pure mapping; the same rules against stored rows are covered by
 // test/projection/*.int-spec.ts.
@@ -98,13 +98,43 @@ describe('projectEvents', () => {
   });
 
   it('linkWins ranks receipt.linked over transactions, newest among links, earliest among transactions', () => {
-    const l = (explicit: boolean, time: string, id = 'x') => ({ explicit, version_time: time, version_id: id });
+    const l = (explicit: boolean, time: string, id = 'x') => ({ explicit, version_time: time, version_id: id, application_username: 'u' });
     expect(linkWins(l(true, T1), l(false, T3))).toBe(true);
     expect(linkWins(l(false, T1), l(true, T3))).toBe(false);
     expect(linkWins(l(true, T3), l(true, T2))).toBe(true);
     expect(linkWins(l(true, T2), l(true, T3))).toBe(false);
     expect(linkWins(l(false, T2), l(false, T3))).toBe(true);
     expect(linkWins(l(false, T3), l(false, T2))).toBe(false);
+  });
+
+  it('given an id reused for other data at the same time, then the greater content digest wins in either order, and both customers are seen', () => {
+    const a = tx('same', T2, { expirationDate: T3, applicationUsername: 'ann' });
+    const b = tx('same', T2, { expirationDate: T1, applicationUsername: 'bob' });
+    const byName = (changes: ReturnType<typeof projectEvents>) => ({ ...changes, customers: [...changes.customers].sort((x, y) => (x.application_username < y.application_username ? -1 : 1)) });
+    const [one, other] = [byName(projectEvents([a, b])), byName(projectEvents([b, a]))];
+    expect(one).toEqual(other);
+    const digests = [snapshotDigest(projectEvents([a]).transactions[0]), snapshotDigest(projectEvents([b]).transactions[0])];
+    expect(one.transactions[0].expiration_date).toBe(digests[0] > digests[1] ? T3 : T1);
+    // a transaction's username is a link of its own: among those the earliest (time, id, username) wins
+    expect(one.receipts.map((r) => r.application_username)).toEqual(['ann']);
+    expect(one.customers.map((c) => c.application_username).sort()).toEqual(['ann', 'bob']);
+  });
+
+  it('given the same id twice with the same data, then one row, as from one event', () => {
+    const a = tx('same', T2, { expirationDate: T3, applicationUsername: 'ann' });
+    expect(projectEvents([a, { ...a }])).toEqual(projectEvents([a]));
+  });
+
+  it('receipt.linked reusing an id for another username at the same time: the greater username wins in either order', () => {
+    const events = [link('same', T2, 'apple:r1', 'bob'), link('same', T2, 'apple:r1', 'ann')];
+    for (const order of [events, [...events].reverse()]) expect(projectEvents(order).receipts.map((r) => r.application_username)).toEqual(['bob']);
+  });
+
+  it('snapshotDigest reads content only: a row read back (bigint as text) digests as the event did', () => {
+    const [row] = projectEvents([tx('e1', T1, { amountMicros: 4990000, amountUSD: 4.99, quantity: 2, sandbox: false, expirationDate: T2 })]).transactions;
+    const readBack = { ...row, amount_micros: '4990000' as unknown as number, first_event_at: T3, occurred_at: T3, is_upgraded: true };
+    expect(snapshotDigest(readBack)).toBe(snapshotDigest(row));
+    expect(snapshotDigest({ ...row, expiration_date: T3 })).not.toBe(snapshotDigest(row));
   });
 
   it('a receipt moving between customers: the later link wins, both customers are seen', () => {

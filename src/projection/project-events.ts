@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { assertNever } from '../common/assert-never.js';
 import { replacements } from '../customers/customer-summary.js';
+import { isRedacted } from '../customers/erase-customer/erasure-hash.js';
 import type { PurchaseEvent, TransactionSnapshot } from '../events/purchase-event.js';
 
 /** Row images in the read-model tables' own column names (json_populate_recordset reads them). */
@@ -95,14 +97,55 @@ export function transactionDate(snapshot: Pick<TransactionRow, 'last_renewal_dat
   return snapshot.last_renewal_date ?? snapshot.renewal_date ?? snapshot.purchase_date ?? firstEventAt;
 }
 
+/**
+ * The fields of a snapshot a transaction row stores, in the order docs/events/README.md gives for
+ * the tie-break ("Ordering rules"); the shown is_upgraded and cancelation_reason are left out (a
+ * replacement changes them), their snapshot_ columns stand in.
+ */
+const SNAPSHOT_FIELDS = [
+  'receipt_id', 'purchase_id', 'product_id', 'platform', 'sandbox', 'purchase_date', 'last_renewal_date', 'renewal_date',
+  'expiration_date', 'renewal_intent', 'renewal_intent_change_date', 'snapshot_cancelation_reason', 'is_pending', 'is_acknowledged',
+  'is_consumed', 'is_billing_retry_period', 'is_trial_period', 'is_intro_period', 'is_expired', 'grace_period_expiration_date',
+  'revocation_date', 'snapshot_is_upgraded', 'price_consent_status', 'discount_id', 'offer_type', 'offer_discount_type',
+  'offer_period', 'ownership_type', 'quantity', 'amount_usd', 'amount_micros', 'currency',
+] as const satisfies readonly (keyof TransactionRow)[];
+export type SnapshotFields = Pick<TransactionRow, (typeof SNAPSHOT_FIELDS)[number]>;
+
+/**
+ * SHA-256 (hex) of what a snapshot says: its stored fields as strings (or null), a JSON array. Equal
+ * for equal content whether it comes from an event or is read back from its row (times in the
+ * decoder's six-digit UTC form, which `iso()` also gives; a bigint read back as text, a number as
+ * JavaScript prints it), so live batches and the rebuild break ties between equal versions alike.
+ */
+export function snapshotDigest(row: SnapshotFields): string {
+  const values = SNAPSHOT_FIELDS.map((f) => (row[f] === null || row[f] === undefined ? null : String(row[f])));
+  return createHash('sha256').update(JSON.stringify(values)).digest('hex');
+}
+
+/**
+ * Whether `incoming` replaces `known` as a transaction's newest snapshot: newer (time, id), or, for
+ * the same time and id (a producer that reused an id for other data), the greater content digest.
+ * The same content loses: it changes nothing.
+ */
+export function snapshotWins(incoming: TransactionRow, known: TransactionRow): boolean {
+  if (incoming.version_time !== known.version_time || incoming.version_id !== known.version_id) return isNewer(incoming, known);
+  return snapshotDigest(incoming) > snapshotDigest(known);
+}
+
 /** What the stored row must become once `incoming` is known too; arrival order does not matter. */
 export function mergeTransaction(known: TransactionRow, incoming: TransactionRow): TransactionRow {
-  const winner = isNewer(incoming, known) ? incoming : known;
+  const winner = snapshotWins(incoming, known) ? incoming : known;
   const first_event_at = incoming.first_event_at < known.first_event_at ? incoming.first_event_at : known.first_event_at;
   return { ...winner, first_event_at, occurred_at: transactionDate(winner, first_event_at) };
 }
 
-type Link = Pick<ReceiptRow, 'explicit' | 'version_time' | 'version_id'>;
+type Link = Pick<ReceiptRow, 'explicit' | 'version_time' | 'version_id' | 'application_username'>;
+
+/** (time, id, username): links of one event id reused for other usernames are ordered by the username's bytes. */
+function isLater(a: Link, b: Link): boolean {
+  if (a.version_time !== b.version_time || a.version_id !== b.version_id) return isNewer(a, b);
+  return Buffer.compare(Buffer.from(a.application_username ?? ''), Buffer.from(b.application_username ?? '')) > 0;
+}
 
 /**
  * Receipt ownership (docs/api.md, "Receipt ownership"): any receipt.linked beats a link taken from
@@ -111,12 +154,12 @@ type Link = Pick<ReceiptRow, 'explicit' | 'version_time' | 'version_id'>;
  */
 export function linkWins(candidate: Link, stored: Link): boolean {
   if (candidate.explicit !== stored.explicit) return candidate.explicit;
-  return candidate.explicit ? isNewer(candidate, stored) : isNewer(stored, candidate);
+  return candidate.explicit ? isLater(candidate, stored) : isLater(stored, candidate);
 }
 
 /**
- * Maps a batch of already de-duplicated events to the row images the writer stores, applying within
- * the batch the same rules the writer applies against stored rows (mergeTransaction, linkWins, the
+ * Maps a batch of events (a repeated id resolves like any other snapshot) to the row images the
+ * writer stores, applying within the batch the same rules the writer applies against stored rows (mergeTransaction, linkWins, the
  * earliest first_seen_at per customer), so any split of the events into batches gives one result.
  */
 export function projectEvents(events: readonly PurchaseEvent[], isErased: IsErased = nothingErased): RowChanges {
@@ -133,7 +176,7 @@ export function projectEvents(events: readonly PurchaseEvent[], isErased: IsEras
   const link = (appId: string, receiptId: string, username: string, explicit: boolean, version: Versioned) => {
     const key = `${appId}\u0000${receiptId}`;
     // A link from before the customer's erasure still competes (its version), but names no one.
-    const erased = isErased(appId, username, version.version_time);
+    const erased = isRedacted(username) || isErased(appId, username, version.version_time);
     const row: ReceiptRow = { app_id: appId, receipt_id: receiptId, application_username: erased ? null : username, explicit, ...version };
     const known = receipts.get(key);
     if (!known || linkWins(row, known)) receipts.set(key, row);

@@ -280,7 +280,7 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     expect(await transaction(`google:${coinOrder}`)).toMatchObject({ revocationDate: expect.any(String), isExpired: true });
   });
 
-  it('acknowledges a test notification and a purchase Google does not know; a redelivered message changes nothing', async () => {
+  it('acknowledges a test notification and a purchase Google does not know; a redelivered message is fetched again and its state, a newer snapshot, wins (unchanged state: nothing changes)', async () => {
     const before = await logSize();
     expect(await push({ testNotification: { version: '1.0' } })).toMatchObject({ status: 200, body: { status: 'acknowledged' } });
     expect(await push(subNotification(4, 'tok-nobody-knows'))).toMatchObject({ status: 200, body: { status: 'acknowledged' } });
@@ -291,10 +291,16 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     await published(subNotification(4, purchase), { messageId: 'redelivered-1' });
     const first = await customer(u);
     const rows = (await api.get('/v2/transactions?limit=1000', token)).body;
-    google.setSubscription(PACKAGE, purchase, subscription(u, { order: 'GPA.9999-0000-0000-00001', expires: at(9 * DAY), autoRenew: false }));
+    // Pub/Sub redelivers the same message: the purchase is fetched again; Google's state is the same
     await published(subNotification(4, purchase), { messageId: 'redelivered-1' });
     expect(await customer(u)).toEqual(first);
     expect((await api.get('/v2/transactions?limit=1000', token)).body).toEqual(rows);
+    // Redelivered once more after the user turned auto-renew off: a later fetch is a newer snapshot
+    // (docs/events/google.md), so what Google says now is what the rows show (issue 26: ids no longer claimed)
+    google.setSubscription(PACKAGE, purchase, subscription(u, { order: 'GPA.9999-0000-0000-00001', expires: at(9 * DAY), autoRenew: false }));
+    await published(subNotification(4, purchase), { messageId: 'redelivered-1' });
+    expect(await transaction('google:GPA.9999-0000-0000-00001')).toMatchObject({ renewalIntent: 'Lapse' });
+    expect(await customer(u)).toMatchObject({ applicationUsername: u, receiptIds: first.receiptIds });
   });
 
   it('refuses a push without a valid OIDC token (401) or for another package (400), publishing nothing', async () => {

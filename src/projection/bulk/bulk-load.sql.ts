@@ -13,17 +13,19 @@ export const STAGED_TABLE = 'staged_events';
 
 /** What stageEvents writes per event, in COPY order. */
 export const STAGED_COLUMNS = [
-  'kind', 'app_id', 'transaction_id', ...SNAPSHOT_COLUMNS, 'first_event_at', 'occurred_at', 'application_username', 'log_partition', 'log_offset',
+  'kind', 'app_id', 'transaction_id', ...SNAPSHOT_COLUMNS, 'first_event_at', 'occurred_at', 'application_username', 'log_partition', 'log_offset', 'version_digest',
 ] as const;
 
 export const bulkSql = (schema: string) => ({
   /**
    * One row per staged event: a transaction.updated as its row image plus the username it names,
-   * a receipt.linked as (receipt, username). Unlogged: the generation is rebuilt from the log anyway.
+   * a receipt.linked as (receipt, username); a snapshot's version_digest (snapshotDigest) breaks ties
+   * between equal versions as the live path does. Unlogged: the generation is rebuilt from the log anyway.
    */
   createStaged: `
     CREATE UNLOGGED TABLE ${schema}.${STAGED_TABLE} AS
-      SELECT *, NULL::"char" AS kind, NULL::text AS application_username, NULL::int AS log_partition, NULL::bigint AS log_offset
+      SELECT *, NULL::"char" AS kind, NULL::text AS application_username, NULL::int AS log_partition, NULL::bigint AS log_offset,
+             NULL::text AS version_digest
       FROM ${schema}.transactions WITH NO DATA;
     ALTER TABLE ${schema}.${STAGED_TABLE} DROP COLUMN change_position`,
 
@@ -43,22 +45,8 @@ export const bulkSql = (schema: string) => ({
     WHERE n.nspname = '${schema}' AND NOT x.indisprimary`,
 
   /**
-   * An event id is applied once (docs/events/README.md): of repeated ids the first in the log stays
-   * (lower partition first across partitions, as a live batch on it would have claimed it first).
-   * The kept ids become the generation's processed_events, so the live path continues from them.
-   */
-  dedupe: `
-    WITH ranked AS MATERIALIZED (
-      SELECT ctid AS row, app_id, version_id,
-             row_number() OVER (PARTITION BY app_id, version_id ORDER BY log_partition, log_offset) AS n
-      FROM ${schema}.${STAGED_TABLE}
-    ), claims AS (
-      INSERT INTO ${schema}.processed_events (app_id, event_id) SELECT app_id, version_id FROM ranked WHERE n = 1
-    )
-    DELETE FROM ${schema}.${STAGED_TABLE} s USING ranked r WHERE r.n > 1 AND s.ctid = r.row`,
-
-  /**
-   * Per transaction, the newest snapshot (time, then id in byte order) whole, dated by the earliest
+   * Per transaction, the newest snapshot (time, then id in byte order, then content digest: the
+   * order of snapshotWins) whole, dated by the earliest
    * event's time when it carries no charge date. keepLivePositions (a rebuild, not a verify) keeps the live row's change
    * position where the shown values are the same (a rebuild that changes nothing replays nothing).
    */
@@ -71,18 +59,22 @@ export const bulkSql = (schema: string) => ({
       SELECT DISTINCT ON (app_id, transaction_id) s.*,
              min(s.version_time) OVER (PARTITION BY s.app_id, s.transaction_id) AS first_event
       FROM ${schema}.${STAGED_TABLE} s WHERE s.kind = 't'
-      ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC
+      ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC, s.version_digest COLLATE "C" DESC
     ) w
     ${keepLivePositions ? `LEFT JOIN read_model.transactions l ON l.app_id = w.app_id AND l.transaction_id = w.transaction_id` : ''}`,
 
-  /** receipt.linked beats a transaction's username; among receipt.linked the newest, among the others the earliest. */
+  /**
+   * receipt.linked beats a transaction's username; among receipt.linked the newest, among the others
+   * the earliest, by (time, id, username in byte order) as linkWins orders them.
+   */
   foldReceipts: `
     INSERT INTO ${schema}.receipts (app_id, receipt_id, application_username, explicit, version_time, version_id)
     SELECT DISTINCT ON (app_id, receipt_id) app_id, receipt_id, application_username, kind = 'l', version_time, version_id
     FROM ${schema}.${STAGED_TABLE} WHERE application_username IS NOT NULL AND kind IN ('t', 'l')
     ORDER BY app_id, receipt_id, kind = 'l' DESC,
       CASE WHEN kind = 'l' THEN version_time END DESC, CASE WHEN kind = 'l' THEN version_id END COLLATE "C" DESC,
-      version_time, version_id COLLATE "C"`,
+      CASE WHEN kind = 'l' THEN application_username END COLLATE "C" DESC,
+      version_time, version_id COLLATE "C", application_username COLLATE "C"`,
 
   /**
    * A customer is first seen at the earliest event naming them, whether or not its link won; once
@@ -92,7 +84,7 @@ export const bulkSql = (schema: string) => ({
   foldCustomers: `
     INSERT INTO ${schema}.customers (app_id, application_username, first_seen_at)
     SELECT s.app_id, s.application_username, min(s.version_time) FROM ${schema}.${STAGED_TABLE} s
-    WHERE s.application_username IS NOT NULL AND s.kind IN ('t', 'l')
+    WHERE s.application_username IS NOT NULL AND s.kind IN ('t', 'l') AND s.application_username !~ '^erased:[0-9a-f]{64}$'
       AND (NOT EXISTS (SELECT 1 FROM ${schema}.erasures) OR NOT EXISTS (
         SELECT 1 FROM ${schema}.erasures e
         WHERE e.app_id = s.app_id AND e.username_hash = public.erasure_hash(s.app_id, s.application_username) AND s.version_time <= e.erased_at))
@@ -104,12 +96,15 @@ export const bulkSql = (schema: string) => ({
     SELECT app_id, CASE WHEN kind = 'e' THEN application_username ELSE public.erasure_hash(app_id, application_username) END, max(version_time)
     FROM ${schema}.${STAGED_TABLE} WHERE kind IN ('e', 'n') GROUP BY 1, 2`,
 
-  /** A receipt whose winning link was dated at or before its customer's erasure has no owner. */
+  /**
+   * A receipt whose winning link was dated at or before its customer's erasure has no owner, nor one
+   * whose winning link names a redacted username (a sealed one whose key is gone, docs/privacy.md).
+   */
   eraseReceiptOwners: `
     UPDATE ${schema}.receipts r SET application_username = NULL
-    FROM ${schema}.erasures e
-    WHERE r.application_username IS NOT NULL AND e.app_id = r.app_id
-      AND e.username_hash = public.erasure_hash(r.app_id, r.application_username) AND r.version_time <= e.erased_at`,
+    WHERE r.application_username IS NOT NULL AND (r.application_username ~ '^erased:[0-9a-f]{64}$' OR EXISTS (
+      SELECT 1 FROM ${schema}.erasures e
+      WHERE e.app_id = r.app_id AND e.username_hash = public.erasure_hash(r.app_id, r.application_username) AND r.version_time <= e.erased_at))`,
 
   foldDayCounts: `
     INSERT INTO ${schema}.transaction_day_counts (app_id, day, n)
