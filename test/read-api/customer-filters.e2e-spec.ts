@@ -121,6 +121,22 @@ describe('GET /v2/customers filters (e2e, real PostgreSQL, clock set by the test
     expect((await ask('status=expired')).names).toContain('eve');
   });
 
+  it('given kim has access through Family Sharing, then active like a purchase; when the purchaser stops sharing (Apple REVOKE), then expired from the revocation', async () => {
+    // Apple: a family member's transaction carries inAppOwnershipType FAMILY_SHARED; REVOKE sends it
+    // again with a revocationDate when the purchaser turns sharing off or leaves the family.
+    const family = 'family';
+    const familyToken = api.token(family, ['customers:read']);
+    const shared = { transactionId: 'apple:kim-1', receiptId: 'apple:r-kim', purchaseId: 'apple:kim-1', applicationUsername: 'kim', productId: 'apple:pro_yearly', purchaseDate: T('2026-06-01'), expirationDate: T('2027-06-01'), renewalIntent: 'Renew', ownershipType: 'FAMILY_SHARED' };
+    await project(db.dataSource, [txEvent({ app: family, time: T('2026-06-01'), data: shared })]);
+    const status = async (s: string) => (await api.get(`/v2/customers?status=${s}`, familyToken)).body.rows.map((r: { applicationUsername: string }) => r.applicationUsername);
+    expect(await status('active')).toEqual(['kim']);
+    await project(db.dataSource, [txEvent({ app: family, time: T('2026-10-10'), data: { ...shared, revocationDate: T('2026-10-10'), isExpired: true } })]);
+    expect(await status('active')).toEqual([]);
+    expect(await status('expired')).toEqual(['kim']);
+    clock.at = new Date(Date.parse(T('2026-10-10')) - 1);
+    expect(await status('active')).toEqual(['kim']);
+  });
+
   it('renewalIntent, productId (the current subscription) and the expiry bounds, alone and combined', async () => {
     expect((await ask('renewalIntent=Lapse')).names).toEqual(['dan', 'eve']);
     expect((await ask('renewalIntent=Renew')).names).toEqual(['ann', 'ben', 'cat']);

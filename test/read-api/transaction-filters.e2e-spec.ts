@@ -59,6 +59,14 @@ describe('GET /v2/transactions filters (e2e, real PostgreSQL)', () => {
     expect(await ask('transactionId=apple:999')).toEqual({ ids: [], total: 0 });
   });
 
+  it('an id without its store prefix, as the stores\' consoles show it, finds the same rows', async () => {
+    expect(await ask('transactionId=1000003')).toEqual({ ids: appleChain, total: 3 });
+    expect(await ask('purchaseId=1000001')).toEqual({ ids: appleChain, total: 3 });
+    expect(await ask(`transactionId=${encodeURIComponent('GPA.1111-2222-3333-44444..0')}`)).toEqual({ ids: googleChain, total: 2 });
+    expect(await ask('purchaseId=GPA.1111-2222-3333-44444')).toEqual({ ids: googleChain, total: 2 });
+    expect(await ask('transactionId=999')).toEqual({ ids: [], total: 0 });
+  });
+
   it('productId, platform and sandbox, alone and combined, with exact totals', async () => {
     expect(await ask('productId=apple:pro_monthly')).toEqual({ ids: ['apple:1000001', 'apple:1000002', 'apple:2000001'], total: 3 });
     expect(await ask('platform=google')).toEqual({ ids: googleChain, total: 2 });

@@ -2,6 +2,7 @@ import jwt from 'jsonwebtoken';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
 import { startTestApp, TEST_SECRET, type TestApp } from '../utils/app.js';
+import { expectEventually } from '../utils/expect-eventually.js';
 
 describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
   let db: TestDatabase;
@@ -159,6 +160,21 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
       const res = await api.get('/v2/transactions', api.token('app-1', ['customers:read']));
       expect(res.status).toBe(403);
       expect(res.body).toMatchObject({ code: 'insufficient_scope' });
+    });
+    // The guard remembers verified HS256 tokens (issue 25): a token seen before must get the same verdict.
+    it('judges a token it has verified before the same way again: scopes and the app claim are checked every time', async () => {
+      const noScope = api.token('app-1', ['customers:read']);
+      const noApp = jwt.sign({ scope: 'transactions:read' }, TEST_SECRET, { expiresIn: 60 });
+      for (let i = 0; i < 3; i++) {
+        expect((await api.get('/v2/transactions', token)).status).toBe(200);
+        expect((await api.get('/v2/transactions', noScope)).body).toMatchObject({ status: 403, code: 'insufficient_scope' });
+        expect((await api.get('/v2/transactions', noApp)).body).toMatchObject({ status: 403, code: 'app_claim_missing' });
+      }
+    });
+    it('refuses a token it accepted before, once that token has expired', async () => {
+      const shortLived = jwt.sign({ app: 'app-1', scope: 'transactions:read', exp: Math.floor(Date.now() / 1000) + 2 }, TEST_SECRET);
+      expect((await api.get('/v2/transactions', shortLived)).status).toBe(200);
+      await expectEventually(async () => expect((await api.get('/v2/transactions', shortLived)).body).toMatchObject({ status: 401, code: 'token_expired' }), 10_000, 200);
     });
     it('403 app_claim_missing when the token names no application', async () => {
       const noApp = jwt.sign({ scope: 'transactions:read' }, TEST_SECRET, { expiresIn: 60 });

@@ -29,7 +29,8 @@ export class ListTransactionsRequest extends PagingRequest {
   @ApiPropertyOptional({
     description:
       `Any transaction id of a chain (at most ${MAX_ID_LENGTH} characters), as the rows show it: an Apple original or renewal transaction ` +
-      '(apple:<transactionId>), a Google order (google:GPA.x or its renewal google:GPA.x..N); returns every row of that purchase',
+      '(apple:<transactionId>), a Google order (google:GPA.x or its renewal google:GPA.x..N); returns every row of that purchase. ' +
+      'Without a prefix (2000000123456789, GPA.x..N as the stores show them) the apple: and google: ids are looked up too',
     type: 'string',
     example: 'apple:1000002',
   })

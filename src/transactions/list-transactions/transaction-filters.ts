@@ -38,6 +38,18 @@ export function parseTransactionFilters(query: Record<string, unknown>): Transac
 export const hasTransactionFilters = (f: TransactionFilters) => Object.keys(f).length > 0;
 
 /**
+ * The platforms whose ids support staff paste without a prefix: the two stores whose notifications
+ * the service maps itself (an Apple transaction id, a Google order id `GPA.x` as the consoles show them).
+ */
+const BARE_ID_PLATFORMS = ['apple', 'google'];
+
+/**
+ * The ids a chain-id value stands for: itself, and for a value without `<platform>:` (every stored id
+ * has one), that value under each store's prefix. Exact ids only, so the lookups stay index probes.
+ */
+export const chainIdCandidates = (id: string): string[] => (id.includes(':') ? [id] : [id, ...BARE_ID_PLATFORMS.map((p) => `${p}:${id}`)]);
+
+/**
  * WHERE conditions on read_model.transactions `t`, numbering parameters from `next`.
  * An id of a chain stands for the purchase it belongs to: the id itself as a purchaseId (an Apple
  * original transaction id, a Google order id GPA.x), or the purchaseId of the row it names (an Apple
@@ -54,9 +66,9 @@ export function transactionFilterConditions(f: TransactionFilters, next: number)
   for (const name of ['transactionId', 'purchaseId'] as const) {
     const id = f[name];
     if (id === undefined) continue;
-    const p = param(id);
+    const p = param(chainIdCandidates(id));
     conditions.push(
-      `t.purchase_id IN (SELECT ${p}::text UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ${p}::text)`,
+      `t.purchase_id IN (SELECT unnest(${p}::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY(${p}::text[]))`,
     );
     keys.push(name === 'transactionId' ? 't' : 'u');
   }
