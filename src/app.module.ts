@@ -8,6 +8,7 @@ import type { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { CustomersModule } from './customers/customers.module.js';
 import { DatabaseModule } from './database/database.module.js';
+import { ReadReplicasModule } from './database/read-replicas.js';
 import type { DatabaseServer } from './database/database-server.js';
 import { HealthModule } from './health/health.module.js';
 import { IngestionModule } from './ingestion/ingestion.module.js';
@@ -27,6 +28,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config),
         DatabaseModule.forRoot(database, { statementTimeoutMs: config.statementTimeoutMs }),
+        ReadReplicasModule,
         CqrsModule.forRoot(),
         AuthModule,
         CustomersModule,

@@ -11,6 +11,8 @@ import {
 import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
 import { ApiSecurity } from '@nestjs/swagger';
+import { LRUCache } from 'lru-cache';
+import { ExtractJwt } from 'passport-jwt';
 import { ErrorCode } from '../common/errors.js';
 import { AuthError } from './auth.errors.js';
 import type { Principal, Scope } from './scopes.js';
@@ -21,6 +23,31 @@ const REQUIRED_SCOPE = 'required_scope';
 @Injectable()
 export class JwtAuthGuard extends AuthGuard('jwt') {
   private readonly logger = new Logger('auth');
+  /**
+   * HS256 tokens this guard verified, until they expire. Clients send the same token on every
+   * request, and passport + jsonwebtoken cost more than the rest of a one-user lookup (bench/notes.md,
+   * issue 25). Only HS256: its verdict depends on the token, the secret and the clock alone, all
+   * fixed for this app but the clock, which `until` stands for; a JWKS key can be withdrawn.
+   * Only verified tokens get in, so the bound is reached only by many live tokens, not by forgeries.
+   */
+  private readonly verified = new LRUCache<string, { principal: Principal; until: number }>({ max: 4096 });
+
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined>; user?: Principal }>();
+    const token = bearerToken(request);
+    const known = token === undefined ? undefined : this.verified.get(token);
+    if (known !== undefined && Date.now() < known.until) {
+      request.user = known.principal;
+      return true;
+    }
+    const allowed = (await super.canActivate(context)) as boolean;
+    if (allowed && token !== undefined && request.user) {
+      const { header, payload } = decodeParts(token);
+      // jsonwebtoken refuses a token once the clock reaches exp (validate() refused one without exp)
+      if (header?.alg === 'HS256' && typeof payload?.exp === 'number') this.verified.set(token, { principal: request.user, until: payload.exp * 1000 });
+    }
+    return allowed;
+  }
 
   override handleRequest<T>(err: unknown, user: T, info: unknown, context: ExecutionContext): T {
     if (user && !err) return user;
@@ -40,6 +67,21 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
     this.logger.warn(`a bearer token could not be verified: ${message || String(err)}`);
     throw new AuthError(ErrorCode.TokenInvalid, 'The bearer token could not be verified.');
   }
+}
+
+/** The token as passport-jwt reads it (Authorization: Bearer), so the cache sees exactly what was verified. */
+const extractBearer = ExtractJwt.fromAuthHeaderAsBearerToken();
+const bearerToken = (request: unknown): string | undefined => extractBearer(request as never) ?? undefined;
+
+function decodeParts(token: string): { header?: { alg?: unknown }; payload?: { exp?: unknown } } {
+  const [header, payload] = token.split('.').map((part) => {
+    try {
+      return JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+  });
+  return { header, payload };
 }
 
 /** What jsonwebtoken says of the token itself: its own checks, which name nothing of the service but its configured iss/aud. */

@@ -31,11 +31,18 @@ export const OLDEST_RUNNING = 'pg_snapshot_xmin(pg_current_snapshot())::text::bi
  * row can appear below it any more. Transactions still running in this statement's snapshot hold it
  * back unless their backend is seen in another database (it cannot write here): a busy neighbouring
  * database does not stall the feed. One ended since the snapshot counts as ours, which only waits.
+ *
+ * On a hot standby (a read replica, docs/scaling.md) the snapshot's running ids are the primary's,
+ * tracked from the WAL, but PostgreSQL keeps them all among the sub-transaction ids, which
+ * pg_current_snapshot() leaves out: its xip list is always empty there, and xmax would let the feed
+ * pass a batch still committing on the primary. Its xmin is right (the oldest id the standby still
+ * counts as running, gaps included); it covers every database of the cluster (the standby cannot
+ * tell which one a running id writes to), which only waits.
  */
-export const HIGH_WATER = `coalesce(
+export const HIGH_WATER = `(CASE WHEN pg_is_in_recovery() THEN pg_snapshot_xmin(pg_current_snapshot())::text::bigint ELSE coalesce(
   (SELECT min(x::text::bigint) FROM pg_snapshot_xip(pg_current_snapshot()) x
    WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.backend_xid = x::xid AND a.datname <> current_database())),
-  pg_snapshot_xmax(pg_current_snapshot())::text::bigint)`;
+  pg_snapshot_xmax(pg_current_snapshot())::text::bigint) END)`;
 
 /**
  * Live tables stamp a row when it is inserted or its shown columns change. A generation being

@@ -1,5 +1,4 @@
-import type { DataSource } from 'typeorm';
-import { preparedQuery } from '../database/prepared.js';
+import { preparedQuery, type Queryable } from '../database/prepared.js';
 import { HIGH_WATER, KEY_COLUMN, type FeedTable } from './change-positions.sql.js';
 import { encodeCursor, type ChangeCursor } from './change-cursor.js';
 
@@ -20,7 +19,7 @@ export type ChangePage<Row> = {
 /** Runs one statement: the pool's prepared statements for the API, a transaction's manager elsewhere. */
 export type RunQuery = <R>(name: string, sql: string, params: unknown[]) => Promise<R[]>;
 export const onPool =
-  (db: DataSource): RunQuery =>
+  (db: Queryable): RunQuery =>
   (name, sql, params) =>
     preparedQuery(db, name, sql, params);
 
@@ -45,18 +44,28 @@ export function changesSql(table: FeedTable, columns: string): string {
  * at or above $5 (the position the client began reading at, docs/change-feed.md "Deletions"): one
  * deleted before a client began cannot concern a row it holds, and naming it would reveal an erased
  * customer. Both parts are range reads on their (app_id, ..., position, key) indexes.
+ *
+ * Nothing at all while this server's high-water mark is below $5: a replica further behind than the
+ * server where the client began (docs/scaling.md) may still hold rows deleted before then, whose
+ * deletion entries this client is never shown; it gets an empty page (the same cursor back) until
+ * the replica has caught up.
  */
 export function changesWithDeletionsSql(table: FeedTable, columns: string): string {
   const key = KEY_COLUMN[table];
+  // The mark once per statement (both parts and the origin test share it): its pg_stat_activity
+  // look-up is the costly part, and four InitPlans would run it four times.
+  const mark = '(SELECT hw FROM mark)';
   return `
-    WITH picked AS (
+    WITH mark AS MATERIALIZED (SELECT ${HIGH_WATER} AS hw),
+    picked AS (
       (SELECT t.change_position AS pos, t.${key} AS k, NULL::timestamptz AS deleted_at FROM read_model.${table} t
-       WHERE t.app_id = $1 AND (t.change_position, t.${key}) > ($2::bigint, $3::text) AND t.change_position < ${HIGH_WATER}
+       WHERE t.app_id = $1 AND (t.change_position, t.${key}) > ($2::bigint, $3::text) AND t.change_position < ${mark}
+         AND $5::bigint <= ${mark}
        ORDER BY t.change_position, t.${key} LIMIT $4)
       UNION ALL
       (SELECT d.change_position, d.row_key, d.deleted_at FROM public.feed_deletions d
        WHERE d.app_id = $1 AND d.feed_table = '${table}' AND (d.change_position, d.row_key) > ($2::bigint, $3::text)
-         AND d.change_position >= $5::bigint AND d.change_position < ${HIGH_WATER}
+         AND d.change_position >= $5::bigint AND d.change_position < ${mark} AND $5::bigint <= ${mark}
        ORDER BY d.change_position, d.row_key LIMIT $4)
       ORDER BY 1, 2, 3 NULLS FIRST LIMIT $4)
     SELECT p.pos::text AS "changePosition", p.k AS "changeKey", p.deleted_at AS "changeDeletedAt", ${columns}

@@ -14,6 +14,16 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ KAFKA_BROKERS: 'a:9092', KAFKA_ROUND_SHARE_MESSAGES: '0' })).toThrow(/KAFKA_ROUND_SHARE_MESSAGES must not be less than 1/);
   });
 
+  it('reads DATABASE_READ_URL as a list of replica URLs and DATABASE_READ_MAX_LAG as a duration, naming what is wrong', () => {
+    expect(loadConfig({})).toMatchObject({ databaseReadUrls: [], databaseReadMaxLagMs: undefined });
+    const config = loadConfig({ DATABASE_URL: 'postgres://p/db', DATABASE_READ_URL: 'postgres://r1:5432/db, postgresql://u:pw@r2/db', DATABASE_READ_MAX_LAG: '30s' });
+    expect(config).toMatchObject({ databaseReadUrls: ['postgres://r1:5432/db', 'postgresql://u:pw@r2/db'], databaseReadMaxLagMs: 30_000, warnings: [] });
+    expect(() => loadConfig({ DATABASE_READ_URL: 'postgres://r1/db,http://r2/db' })).toThrow(/DATABASE_READ_URL must list postgres:\/\/ URLs/);
+    expect(() => loadConfig({ DATABASE_READ_URL: ',' })).toThrow(/DATABASE_READ_URL must list at least one/);
+    expect(() => loadConfig({ DATABASE_READ_URL: 'postgres://r1/db', DATABASE_READ_MAX_LAG: '30' })).toThrow(/DATABASE_READ_MAX_LAG must be a duration/);
+    expect(() => loadConfig({ DATABASE_READ_MAX_LAG: '30s' })).toThrow(/DATABASE_READ_MAX_LAG needs DATABASE_READ_URL/);
+  });
+
   it('takes one largest message size for every mode: EVENT_MAX_BYTES, or its former name KAFKA_MAX_MESSAGE_BYTES', () => {
     expect(loadConfig({}).eventMaxBytes).toBe(1_048_588); // the broker's message.max.bytes
     expect(loadConfig({ EVENT_MAX_BYTES: '2000000' }).eventMaxBytes).toBe(2_000_000);
@@ -22,6 +32,12 @@ describe('loadConfig', () => {
     // the service's heap (160 MB) must hold a message of this size while it is decoded
     expect(() => loadConfig({ EVENT_MAX_BYTES: String(16 * 1024 * 1024 + 1) })).toThrow(/EVENT_MAX_BYTES must not be greater than 16777216/);
     expect(() => loadConfig({ KAFKA_MAX_MESSAGE_BYTES: '100' })).toThrow(/KAFKA_MAX_MESSAGE_BYTES must not be less than 4096/);
+  });
+
+  it('takes CRYPTO_SHREDDING as a boolean, off by default, and refuses anything else by name', () => {
+    expect(loadConfig({}).cryptoShredding).toBe(false);
+    expect(loadConfig({ CRYPTO_SHREDDING: 'true' }).cryptoShredding).toBe(true);
+    expect(() => loadConfig({ CRYPTO_SHREDDING: 'yes please' })).toThrow(/CRYPTO_SHREDDING must be a boolean value/);
   });
 
   it('refuses production without a way to verify tokens', () => {

@@ -60,6 +60,17 @@ class Environment {
   @IsOptional() @IsUrl({ protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true })
   DATABASE_URL?: string;
 
+  /**
+   * Streaming replicas of DATABASE_URL's server, comma-separated: the read endpoints run on them
+   * (docs/scaling.md); everything that writes stays on DATABASE_URL.
+   */
+  @IsOptional() @Transform(toList) @IsUrl({ protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true }, { each: true, message: 'DATABASE_READ_URL must list postgres:// URLs, comma-separated' })
+  DATABASE_READ_URL?: string[];
+
+  /** A replica lagging more than this takes no reads, and with none left readiness fails. */
+  @IsOptional() @Transform(toDurationMs) @IsInt({ message: 'DATABASE_READ_MAX_LAG must be a duration such as 30s, 5m or 500ms' }) @Min(100) @Max(86_400_000)
+  DATABASE_READ_MAX_LAG?: number;
+
   @IsString() @MinLength(1)
   DATA_DIR = './.data';
 
@@ -126,6 +137,10 @@ class Environment {
   /** /metrics is unauthenticated: series per application (tenant id in an `app` label) only when this is true. */
   @Transform(toBool) @IsBoolean()
   METRICS_PER_APP = false;
+
+  /** Usernames in the events the service publishes itself sealed with a per-customer key (docs/privacy.md, "Crypto-shredding"). */
+  @Transform(toBool) @IsBoolean()
+  CRYPTO_SHREDDING = false;
 
   @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
   PROJECTION_BATCH_SIZE = 5000;
@@ -332,7 +347,8 @@ function appleSettings(env: Environment, problems: string[]): AppleSettings | un
 
 /** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
 const OWNED_PREFIXES = ['CORS_', 'KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_', 'METRICS_', 'IMPORT_'];
-const KNOWN_VARIABLES = new Set(Object.keys(new Environment()).concat(['DATABASE_URL', 'JWT_SECRET', 'JWT_JWKS_URI', 'JWT_ISSUER', 'JWT_AUDIENCE', 'KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'KAFKA_MAX_MESSAGE_BYTES']));
+/** Every variable loadConfig reads; deploy/kubernetes is checked against it (test/deploy/kubernetes.spec.ts). */
+export const KNOWN_VARIABLES: ReadonlySet<string> = new Set(Object.keys(new Environment()).concat(['DATABASE_URL', 'DATABASE_READ_URL', 'DATABASE_READ_MAX_LAG', 'JWT_SECRET', 'JWT_JWKS_URI', 'JWT_ISSUER', 'JWT_AUDIENCE', 'KAFKA_BROKERS', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'KAFKA_MAX_MESSAGE_BYTES']));
 
 export type KafkaSettings = {
   brokers: string[];
@@ -367,6 +383,10 @@ export type AppConfig = Readonly<{
   corsOrigins: readonly string[];
   /** Unset means: run the embedded PostgreSQL under dataDir. */
   databaseUrl?: string;
+  /** DATABASE_READ_URL: replicas the read endpoints use; empty: they read from the primary. */
+  databaseReadUrls: readonly string[];
+  /** DATABASE_READ_MAX_LAG; undefined: a replica takes reads whatever its lag. */
+  databaseReadMaxLagMs?: number;
   dataDir: string;
   embeddedPgPort: number;
   jwt: Readonly<{ secret?: string; jwksUri?: string; issuer?: string; audience?: string }>;
@@ -380,6 +400,8 @@ export type AppConfig = Readonly<{
   docsUiEnabled: boolean;
   /** METRICS_PER_APP: /metrics labels series with application ids (off: no tenant id in /metrics). */
   metricsPerApp: boolean;
+  /** CRYPTO_SHREDDING: store notifications and imports publish usernames sealed with a per-customer key. */
+  cryptoShredding: boolean;
   eventTimeMaxSkewMs: number;
   /** EVENT_MAX_BYTES: the largest message (value and key) published, projected or copied to the .dlq. */
   eventMaxBytes: number;
@@ -420,6 +442,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   }
   const weakSecret = env.NODE_ENV === 'production' && env.JWT_SECRET ? weakSecretReason(env.JWT_SECRET) : undefined;
   if (weakSecret) problems.push(`JWT_SECRET ${weakSecret}: with NODE_ENV=production use a random one, e.g. \`openssl rand -base64 32\``);
+  if (env.DATABASE_READ_URL && env.DATABASE_READ_URL.length === 0) problems.push('DATABASE_READ_URL must list at least one postgres:// URL');
+  if (env.DATABASE_READ_MAX_LAG !== undefined && !env.DATABASE_READ_URL?.length) problems.push('DATABASE_READ_MAX_LAG needs DATABASE_READ_URL: the replicas whose lag it bounds');
   if (env.KAFKA_BROKERS && env.KAFKA_BROKERS.length === 0) {
     problems.push('KAFKA_BROKERS must list at least one host:port');
   }
@@ -445,6 +469,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     host: env.HOST,
     corsOrigins: Object.freeze((env.CORS_ORIGINS ?? []).map((o) => new URL(o).origin)),
     databaseUrl: env.DATABASE_URL,
+    databaseReadUrls: Object.freeze(env.DATABASE_READ_URL ?? []),
+    databaseReadMaxLagMs: env.DATABASE_READ_MAX_LAG,
     dataDir: env.DATA_DIR,
     embeddedPgPort: env.EMBEDDED_PG_PORT,
     jwt: Object.freeze({
@@ -475,6 +501,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     projectionBatchSize: env.PROJECTION_BATCH_SIZE,
     docsUiEnabled: env.DOCS_UI_ENABLED,
     metricsPerApp: env.METRICS_PER_APP,
+    cryptoShredding: env.CRYPTO_SHREDDING,
     eventTimeMaxSkewMs: env.EVENT_TIME_MAX_SKEW_MS,
     eventMaxBytes: raw.EVENT_MAX_BYTES === undefined ? (env.KAFKA_MAX_MESSAGE_BYTES ?? env.EVENT_MAX_BYTES) : env.EVENT_MAX_BYTES,
     statementTimeoutMs: env.STATEMENT_TIMEOUT_MS,

@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../database/data-source-options.js';
 import { DATABASE_SERVER } from '../database/database.module.js';
 import type { DatabaseServer } from '../database/database-server.js';
+import { ReadReplicas } from '../database/read-replicas.js';
 import { CONSUMER_STATUS, type ConsumerStatus } from './consumer-status.js';
 
 @ApiExcludeController()
@@ -19,6 +20,7 @@ export class HealthController {
     private readonly indicator: HealthIndicatorService,
     @InjectDataSource() private readonly db: DataSource,
     @Inject(DATABASE_SERVER) private readonly server: DatabaseServer,
+    private readonly reads: ReadReplicas,
     @Optional() @Inject(CONSUMER_STATUS) private readonly consumer?: ConsumerStatus,
   ) {}
 
@@ -35,7 +37,8 @@ export class HealthController {
 
   /**
    * Database reachable with every migration applied, and the projection consumer running; when not,
-   * the consumer's state and reason (docs/operations.md says what each means and what to do).
+   * the consumer's state and reason (docs/operations.md says what each means and what to do). With
+   * DATABASE_READ_URL, at least one replica taking reads (answering, within DATABASE_READ_MAX_LAG).
    */
   @Get('ready')
   @HealthCheck()
@@ -65,6 +68,16 @@ export class HealthController {
         const detail = { state, ...(reason ? { reason } : {}), ...(blocked ? { blocked } : {}), ...(stuck ? { stuck } : {}) };
         return state === 'running' ? check.up(detail) : check.down(detail);
       },
+      ...(this.reads.configured
+        ? [
+            async () => {
+              const check = this.indicator.check('replicas');
+              await this.reads.probe();
+              const replicas = this.reads.replicas();
+              return replicas.some((r) => r.inRotation) ? check.up({ replicas }) : check.down({ replicas });
+            },
+          ]
+        : []),
     ]);
   }
 }

@@ -2,6 +2,7 @@ import { Controller, Get, Global, Header, Inject, Module } from '@nestjs/common'
 import { ModuleRef } from '@nestjs/core';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
+import { ReadReplicas } from '../database/read-replicas.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CONSUMER_STATUS, type ConsumerStatus } from '../health/consumer-status.js';
 import { webhooksSql } from '../webhooks/webhooks.sql.js';
@@ -80,14 +81,19 @@ async function rebuildProgress(db: DataSource): Promise<RebuildProgress[]> {
     {
       provide: METRICS,
       // The consumer is looked up at scrape time: it depends (through the projector) on these metrics.
-      inject: [DataSource, NewestEventClock, ModuleRef, APP_CONFIG],
-      useFactory: (db: DataSource, clock: NewestEventClock, refs: ModuleRef, config: AppConfig) => {
+      inject: [DataSource, NewestEventClock, ModuleRef, APP_CONFIG, ReadReplicas],
+      useFactory: (db: DataSource, clock: NewestEventClock, refs: ModuleRef, config: AppConfig, reads: ReadReplicas) => {
         const lag = lagCollector(db, refs);
         return new Metrics({
           lag: () => lag.lag(),
           consumer: () => consumerStatus(refs)?.health(),
           newestEventTime: () => clock.newest,
           rebuild: () => rebuildProgress(db),
+          replicas: async () => {
+            if (!reads.configured) return [];
+            await reads.probe();
+            return reads.replicas();
+          },
           webhookBacklog: async () =>
             ((await db.query(webhooksSql.oldestPending)) as { app_id: string; age: number }[]).map((r) => ({ app: r.app_id, ageSeconds: r.age })),
         }, { perApp: config.metricsPerApp });

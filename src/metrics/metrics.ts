@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PACKAGE_VERSION } from '../common/package-version.js';
+import type { ReplicaState } from '../database/read-replicas.js';
 import type { ConsumerHealth, ConsumerState } from '../health/consumer-status.js';
 
 /** Every metric name starts with this, so the service's series are found and kept apart from others. */
@@ -21,7 +22,7 @@ export class Metrics {
 
   readonly eventsProjected = new Counter({
     name: 'subscription_records_projection_events_total',
-    help: 'Events read by the live projection, by type and outcome (applied, duplicate, dead_letter)',
+    help: 'Events read by the live projection, by type and outcome (applied, dead_letter)',
     labelNames: ['type', 'outcome'] as const,
     registers: [this.registry],
   });
@@ -81,6 +82,7 @@ export class Metrics {
     newestEventTime(): number | undefined;
     rebuild(): Promise<RebuildProgress[]>;
     webhookBacklog?(): Promise<{ app: string; ageSeconds: number }[]>;
+    replicas?(): Promise<readonly ReplicaState[]>;
   }, options: { perApp?: boolean } = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
     new Gauge({
@@ -175,6 +177,30 @@ export class Metrics {
         },
       });
     }
+    // Read replicas (DATABASE_READ_URL) by position in the list, never by host: /metrics is unauthenticated.
+    let replicaReading: Promise<readonly ReplicaState[]> | undefined;
+    const readReplicas = () =>
+      (replicaReading ??= (collectors.replicas?.() ?? Promise.resolve([])).catch(() => []).finally(() => setTimeout(() => (replicaReading = undefined), 100)));
+    new Gauge({
+      name: 'subscription_records_database_replica_lag_seconds',
+      help: 'How long ago the primary committed the last transaction a read replica has replayed, while it has WAL left to replay (0: caught up), per DATABASE_READ_URL entry (1-based); absent while it does not answer',
+      labelNames: ['replica'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const r of await readReplicas()) if (r.lagSeconds !== undefined) this.set({ replica: String(r.replica) }, r.lagSeconds);
+      },
+    });
+    new Gauge({
+      name: 'subscription_records_database_replica_in_rotation',
+      help: '1 when a read replica takes this instance\'s reads (it answers and lags at most DATABASE_READ_MAX_LAG), per DATABASE_READ_URL entry',
+      labelNames: ['replica'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const r of await readReplicas()) this.set({ replica: String(r.replica) }, r.inRotation ? 1 : 0);
+      },
+    });
     // No rebuild id label: one series per kind of generation, not one per rebuild ever run.
     const labels = ['kind', 'schema'] as const;
     new Gauge({

@@ -10,7 +10,8 @@ import { dataSourceOptions } from '../../dist/database/data-source-options.js';
 import { runMigrations } from '../../dist/database/migrate.js';
 import { DataSource } from 'typeorm';
 import { startKafkaBroker } from '../kafka/broker.mjs';
-import { freePort } from '../kafka/broker.mjs';
+import { freePort, freePorts } from '../kafka/broker.mjs';
+import { replicaBinaries, startReplicaPair } from './replica-pair.mjs';
 
 export default async function globalSetup() {
   // `npm run test:unit` runs only the pure *.spec.ts tier, which needs no service.
@@ -33,6 +34,8 @@ export default async function globalSetup() {
 
 /** Stops what set-up started and removes the run's temporary directory (the embedded servers' data: tens of MB each). */
 export async function stopServices() {
+  await globalThis.__testReplicas?.stop();
+  globalThis.__testReplicas = undefined;
   await globalThis.__testKafka?.destroy();
   globalThis.__testKafka = undefined;
   const postgres = globalThis.__testPostgres;
@@ -70,15 +73,43 @@ async function startServices() {
   process.env.TEST_TEMPLATE_DATABASE = template;
   process.env.TEST_RUN_ID = runId;
 
-  if (process.env.KAFKA_BROKERS) {
-    process.env.TEST_KAFKA_BROKERS = process.env.KAFKA_BROKERS;
-  } else {
-    const broker = await startKafkaBroker();
-    globalThis.__testKafka = broker;
-    process.env.TEST_KAFKA_BROKERS = broker.brokers;
-    process.env.TEST_KAFKA_DIR = broker.dir;
+  // The read-replica servers start while the broker does (its JVM start is the longer wait).
+  const replicas = startReplicas(runId);
+  replicas.catch(() => undefined); // awaited below; a failure meanwhile is not an unhandled rejection
+  try {
+    if (process.env.KAFKA_BROKERS) {
+      process.env.TEST_KAFKA_BROKERS = process.env.KAFKA_BROKERS;
+    } else {
+      const broker = await startKafkaBroker();
+      globalThis.__testKafka = broker;
+      process.env.TEST_KAFKA_BROKERS = broker.brokers;
+      process.env.TEST_KAFKA_DIR = broker.dir;
+    }
+  } finally {
+    await replicas;
   }
   console.log(`\n[test setup] PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, Kafka ${process.env.KAFKA_BROKERS ? 'from KAFKA_BROKERS' : `broker at ${process.env.TEST_KAFKA_BROKERS}`} (${Date.now() - started} ms)`);
+}
+
+/**
+ * A primary with two streaming standbys of the same major version as the suite's PostgreSQL, and a
+ * migrated template on it (test/replicas/ clones it; the standbys get every database by WAL).
+ */
+async function startReplicas(runId) {
+  const pair = await startReplicaPair({
+    bindir: await replicaBinaries(process.env.DATABASE_URL),
+    root: process.env.TMPDIR,
+    ports: await freePorts(3),
+  });
+  globalThis.__testReplicas = pair;
+  const template = `sr_replica_template_${runId}`;
+  await withClient(pair.primary, (client) => client.query(`CREATE DATABASE ${template}`));
+  const ds = await new DataSource(dataSourceOptions(withDatabase(pair.primary, template), { poolSize: 2 })).initialize();
+  await runMigrations(ds);
+  await ds.destroy();
+  process.env.TEST_REPLICA_PRIMARY_URL = pair.primary;
+  process.env.TEST_REPLICA_STANDBY_URLS = pair.standbys.join(',');
+  process.env.TEST_REPLICA_TEMPLATE = template;
 }
 
 export function withDatabase(url, database) {

@@ -1,9 +1,8 @@
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { Clock } from '../../common/clock.js';
 import { dayStart } from '../../common/day-index.js';
 import { preparedQuery } from '../../database/prepared.js';
+import { ReadReplicas } from '../../database/read-replicas.js';
 import type { Page } from '../../common/paging.js';
 import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
@@ -14,30 +13,31 @@ import { customerPageSql, customerPageStartSql, customersByNameSql, filteredCust
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly reads: ReadReplicas,
     private readonly clock: Clock,
   ) {}
 
   async execute(query: ListCustomersQuery): Promise<Page<CustomerSummary>> {
     // One instant per request: the filters and activeSubscriber agree on it.
     const now = this.clock.now();
+    const db = this.reads.pick();
     if (query.usernames) {
       const { name, sql, params } = customersByNameSql(query, now);
-      const rows = await preparedQuery<CustomerRow>(this.db, name, sql, params);
+      const rows = await preparedQuery<CustomerRow>(db, name, sql, params);
       return { rows: toSummaries(rows, now), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
     }
     if (hasFilters(query.filters)) {
       const { count, page } = filteredCustomersSql(query, now);
-      const [counted] = await preparedQuery<{ total: string }>(this.db, count.name, count.sql, count.params);
+      const [counted] = await preparedQuery<{ total: string }>(db, count.name, count.sql, count.params);
       const paging = { skip: query.skip, limit: query.limit, total: Number(counted.total) };
       if (query.limit === 0 || query.skip >= paging.total) return { rows: [], paging };
-      return { rows: toSummaries(await preparedQuery<CustomerRow>(this.db, page.name, page.sql, page.params), now), paging };
+      return { rows: toSummaries(await preparedQuery<CustomerRow>(db, page.name, page.sql, page.params), now), paging };
     }
-    const [start] = await preparedQuery<PageStartRow>(this.db, 'customers-page-start', customerPageStartSql, [query.appId, query.skip]);
+    const [start] = await preparedQuery<PageStartRow>(db, 'customers-page-start', customerPageStartSql, [query.appId, query.skip]);
     const paging = { skip: query.skip, limit: query.limit, total: Number(start.total ?? 0) };
     if (start.day === null || query.limit === 0) return { rows: [], paging };
     const { sql, params } = customerPageSql(query, dayStart(start.day), query.skip - Number(start.before));
-    return { rows: toSummaries(await preparedQuery<CustomerRow>(this.db, 'customers-page', sql, params), now), paging };
+    return { rows: toSummaries(await preparedQuery<CustomerRow>(db, 'customers-page', sql, params), now), paging };
   }
 }
 

@@ -77,7 +77,10 @@ export function parseListCustomersRequest(query: Record<string, unknown>, rawQue
   if (usernames) {
     // skip and limit are disregarded with a name list; only unknown parameters are still refused.
     const { skip: _skip, limit: _limit, ...rest } = query;
-    validateRequest(ListCustomersRequest, rest);
+    // A lookup with no other parameter (the hot "is this user paying?" request) has nothing the
+    // class validators could refuse: the names are strings and every other field is its default.
+    const keys = Reflect.ownKeys(rest);
+    if (!(keys.length === 1 && keys[0] === 'applicationUsername' && typeof rest.applicationUsername === 'string')) validateRequest(ListCustomersRequest, rest);
     return { kind: 'usernames', usernames, filters: parseCustomerFilters(rest) };
   }
   const { skip, limit } = validateRequest(ListCustomersRequest, query);

@@ -6,6 +6,7 @@ import { onPool, readChanges } from '../../change-feed/read-changes.js';
 import { cursorSigner, type CursorSigner } from '../../change-feed/signed-cursor.js';
 import type { Page } from '../../common/paging.js';
 import { preparedQuery } from '../../database/prepared.js';
+import { ReadReplicas } from '../../database/read-replicas.js';
 import { toView } from '../list-transactions/list-transactions.handler.js';
 import { TRANSACTION_COLUMNS, type TransactionRow } from '../list-transactions/list-transactions.sql.js';
 import type { TransactionView } from '../transaction.schema.js';
@@ -16,17 +17,22 @@ import { transactionTotalSql } from './list-transaction-changes.sql.js';
 export class ListTransactionChangesHandler implements IQueryHandler<ListTransactionChangesQuery>, OnModuleInit {
   private cursors!: CursorSigner;
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly reads: ReadReplicas,
+  ) {}
 
+  // The key is read on the primary; replicas hold the same one (replicated).
   async onModuleInit(): Promise<void> {
     this.cursors = await cursorSigner(this.db);
   }
 
   async execute(query: ListTransactionChangesQuery): Promise<Page<TransactionView>> {
     const after = this.cursors.verify('transactions', query.appId, query.after);
+    const db = this.reads.pick();
     const [[{ total }], page] = await Promise.all([
-      preparedQuery<{ total: string }>(this.db, 'transactions-total', transactionTotalSql, [query.appId]),
-      readChanges<TransactionRow>(onPool(this.db), 'transactions', TRANSACTION_COLUMNS, query.appId, after, query.limit),
+      preparedQuery<{ total: string }>(db, 'transactions-total', transactionTotalSql, [query.appId]),
+      readChanges<TransactionRow>(onPool(db), 'transactions', TRANSACTION_COLUMNS, query.appId, after, query.limit),
     ]);
     const next = this.cursors.issue('transactions', query.appId, page.last);
     return { rows: page.rows.map(toView), paging: { skip: 0, limit: query.limit, total: Number(total), next } };

@@ -1,8 +1,7 @@
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { dayStart } from '../../common/day-index.js';
 import { preparedQuery } from '../../database/prepared.js';
+import { ReadReplicas } from '../../database/read-replicas.js';
 import type { Page } from '../../common/paging.js';
 import type { TransactionView } from '../transaction.schema.js';
 import { ListTransactionsQuery } from './list-transactions.query.js';
@@ -11,27 +10,28 @@ import { hasTransactionFilters } from './transaction-filters.js';
 
 @QueryHandler(ListTransactionsQuery)
 export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQuery> {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(private readonly reads: ReadReplicas) {}
 
   async execute(asked: ListTransactionsQuery): Promise<Page<TransactionView>> {
     // Every row is dated 0001-01-01 or later: an end at or before that holds nothing.
     if (asked.endDate && asked.endDate <= EARLIEST) return { rows: [], paging: { skip: asked.skip, limit: asked.limit, total: 0 } };
     const query = withinStorableYears(asked);
+    const db = this.reads.pick();
     if (hasTransactionFilters(query.filters)) {
       const { count, page } = filteredTransactionsSql(query);
-      const [counted] = await preparedQuery<{ total: string }>(this.db, count.name, count.sql, count.params);
+      const [counted] = await preparedQuery<{ total: string }>(db, count.name, count.sql, count.params);
       const paging = { skip: query.skip, limit: query.limit, total: Number(counted.total) };
       if (query.limit === 0 || query.skip >= paging.total) return { rows: [], paging };
-      return { rows: (await preparedQuery<TransactionRow>(this.db, page.name, page.sql, page.params)).map(toView), paging };
+      return { rows: (await preparedQuery<TransactionRow>(db, page.name, page.sql, page.params)).map(toView), paging };
     }
     const located = pageStartSql(query);
-    const [start] = await preparedQuery<PageStartRow>(this.db, located.name, located.sql, located.params);
+    const [start] = await preparedQuery<PageStartRow>(db, located.name, located.sql, located.params);
     const paging = { skip: query.skip, limit: query.limit, total: Number(start.total ?? 0) };
     if (start.day === null || query.limit === 0) return { rows: [], paging };
     const dayBegins = dayStart(start.day);
     const from = query.startDate && query.startDate > dayBegins ? query.startDate : dayBegins;
     const page = transactionPageSql(query, from, query.skip - Number(start.before));
-    const rows = await preparedQuery<TransactionRow>(this.db, page.name, page.sql, page.params);
+    const rows = await preparedQuery<TransactionRow>(db, page.name, page.sql, page.params);
     return { rows: rows.map(toView), paging };
   }
 }

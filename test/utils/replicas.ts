@@ -1,0 +1,97 @@
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { dataSourceOptions } from '../../src/database/data-source-options.js';
+import { adminQuery } from './database.js';
+import { expectEventually } from './expect-eventually.js';
+
+let counter = 0;
+
+const withDatabase = (url: string, database: string) => {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+};
+
+async function one<T>(url: string, sql: string): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows[0] as T;
+  } finally {
+    await client.end();
+  }
+}
+
+export type ReplicatedDatabase = {
+  /** The database on the primary (writes). */
+  url: string;
+  /** The same database on each standby (read-only, streamed). */
+  standbyUrls: string[];
+  dataSource: DataSource;
+  /** Waits until every standby replaying WAL has replayed everything the primary wrote so far. */
+  caughtUp(): Promise<void>;
+  /** Pauses a standby's replay (pg_wal_replay_pause) and waits until it has taken effect. */
+  pause(standby: number): Promise<void>;
+  resume(standby: number): Promise<void>;
+  drop(): Promise<void>;
+};
+
+/**
+ * A database of this test file's own on the primary of the replica servers global set-up started
+ * (test/setup/replica-pair.mjs), cloned from its migrated template, and present on the standbys.
+ */
+export async function createReplicatedDatabase(label: string): Promise<ReplicatedDatabase> {
+  const admin = process.env.TEST_REPLICA_PRIMARY_URL!;
+  const standbyAdmins = process.env.TEST_REPLICA_STANDBY_URLS!.split(',');
+  const name = `sr_${label.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 20)}_${process.env.TEST_RUN_ID}_${process.pid}_${++counter}`;
+  await adminQuery(admin, `CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_REPLICA_TEMPLATE}`);
+  const paused = new Set<number>();
+  // Pauses and resumes of one standby run one after the other: a resume landing while a pause waits
+  // for replay to stop would leave that wait unanswered.
+  const queues = standbyAdmins.map(() => Promise.resolve());
+  const inTurn = (standby: number, step: () => Promise<void>) => {
+    const run = queues[standby].then(step);
+    queues[standby] = run.catch(() => undefined);
+    return run;
+  };
+  const caughtUp = async () => {
+    const { lsn } = await one<{ lsn: string }>(admin, 'SELECT pg_current_wal_lsn()::text AS lsn');
+    await expectEventually(async () => {
+      for (const [i, standby] of standbyAdmins.entries()) {
+        if (paused.has(i)) continue;
+        const { replayed } = await one<{ replayed: boolean }>(standby, `SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS replayed`);
+        expect({ standby: i, replayed }).toEqual({ standby: i, replayed: true });
+      }
+    }, 30_000, 20);
+  };
+  await caughtUp();
+  const dataSource = await new DataSource(dataSourceOptions(withDatabase(admin, name), { poolSize: 6, applicationName: 'test' })).initialize();
+  return {
+    url: withDatabase(admin, name),
+    standbyUrls: standbyAdmins.map((u) => withDatabase(u, name)),
+    dataSource,
+    caughtUp,
+    pause: (standby) =>
+      inTurn(standby, async () => {
+        paused.add(standby);
+        await adminQuery(standbyAdmins[standby], 'SELECT pg_wal_replay_pause()');
+        // Replay stops before the next record it reads: with the primary idle there is none, so write one (no xid).
+        await expectEventually(async () => {
+          await adminQuery(admin, `SELECT pg_logical_emit_message(false, 'sr-test', 'pause')`);
+          expect(await one<{ state: string }>(standbyAdmins[standby], 'SELECT pg_get_wal_replay_pause_state() AS state')).toEqual({ state: 'paused' });
+        }, 30_000, 20);
+      }),
+    resume: (standby) =>
+      inTurn(standby, async () => {
+        paused.delete(standby);
+        await adminQuery(standbyAdmins[standby], 'SELECT pg_wal_replay_resume()');
+      }),
+    async drop() {
+      // After a failed test a pause may still be under way: let it end, then leave no standby paused.
+      await Promise.all(queues);
+      for (const standby of standbyAdmins) await adminQuery(standby, 'SELECT pg_wal_replay_resume()');
+      if (dataSource.isInitialized) await dataSource.destroy();
+      await adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
+}
