@@ -24,33 +24,20 @@ export const onPool =
     preparedQuery(db, name, sql, params);
 
 /**
- * Rows changed after `after`, in change order. Only positions below the high-water mark are read:
- * a transaction still running may yet commit rows ordered before ones already committed, and a
- * client that skipped past them would never see them.
- */
-export function changesSql(table: FeedTable, columns: string): string {
-  const key = KEY_COLUMN[table];
-  return `
-    SELECT t.change_position::text AS "changePosition", t.${key} AS "changeKey", ${columns}
-    FROM read_model.${table} t
-    WHERE t.app_id = $1 AND (t.change_position, t.${key}) > ($2::bigint, $3::text) AND t.change_position < ${HIGH_WATER}
-    ORDER BY t.change_position, t.${key}
-    LIMIT $4`;
-}
-
-/**
- * The same, with the deletion entries of public.feed_deletions merged in (position, key) order: a
- * deleted row comes with its key alone (the shown columns NULL, changeDeletedAt set). Only entries
- * at or above $5 (the position the client began reading at, docs/change-feed.md "Deletions"): one
- * deleted before a client began cannot concern a row it holds, and naming it would reveal an erased
- * customer. Both parts are range reads on their (app_id, ..., position, key) indexes.
+ * Rows changed after `after`, in change order, with the deletion entries of public.feed_deletions
+ * merged in (position, key) order. Only positions below the high-water mark are read: a transaction
+ * still running may yet commit rows ordered before ones already committed, and a client that skipped
+ * past them would never see them. A deleted row comes with its key alone (the shown columns NULL,
+ * changeDeletedAt set). Only entries at or above $5 (the position the client began reading at,
+ * docs/change-feed.md "Deletions"): one deleted before a client began cannot concern a row it holds,
+ * and naming it would reveal an erased customer. Both parts are range reads on their (app_id, ..., position, key) indexes.
  *
  * Nothing at all while this server's high-water mark is below $5: a replica further behind than the
  * server where the client began (docs/scaling.md) may still hold rows deleted before then, whose
  * deletion entries this client is never shown; it gets an empty page (the same cursor back) until
  * the replica has caught up.
  */
-export function changesWithDeletionsSql(table: FeedTable, columns: string): string {
+export function changesSql(table: FeedTable, columns: string): string {
   const key = KEY_COLUMN[table];
   // The mark once per statement (both parts and the origin test share it): its pg_stat_activity
   // look-up is the costly part, and four InitPlans would run it four times.
@@ -82,14 +69,11 @@ export async function readChanges<Row extends object>(
   appId: string,
   after: ChangeCursor,
   limit: number,
-  /** Merge in the deletion entries at or above this position (see changesWithDeletionsSql); none when omitted. */
-  deletionsFrom?: string,
+  /** Deletion entries are merged in from this position on (see changesSql). */
+  deletionsFrom: string,
 ): Promise<ChangePage<Row>> {
   if (limit === 0) return { rows: [], positions: [], last: after, next: encodeCursor(after), deleted: [] };
-  const found =
-    deletionsFrom === undefined
-      ? await run<Row & Positioned>(`changes-${table}`, changesSql(table, columns), [appId, after.position, after.key, limit])
-      : await run<Row & Positioned>(`changes-${table}-deletions`, changesWithDeletionsSql(table, columns), [appId, after.position, after.key, limit, deletionsFrom]);
+  const found = await run<Row & Positioned>(`changes-${table}`, changesSql(table, columns), [appId, after.position, after.key, limit, deletionsFrom]);
   const positions = found.map((r) => ({ position: r.changePosition, key: r.changeKey }));
   const deleted = found.map((r) => (r.changeDeletedAt ? new Date(r.changeDeletedAt).toISOString() : undefined));
   const rows = found.map(({ changePosition: _p, changeKey: _k, changeDeletedAt: _d, ...row }) => row as unknown as Row);

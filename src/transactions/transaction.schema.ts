@@ -48,6 +48,12 @@ export const transactionSchema = {
     amountMicros: num,
     priceMicros: num,
     currency: str,
+    deleted: {
+      type: 'boolean',
+      description:
+        'Change feed only (changedAfter, transaction.deleted webhooks): true when a rebuild from a partial log dropped the row (docs/change-feed.md, "Rebuilds"); delete your copy stored under ' +
+        'transactionId. purchaseId, productId and receiptId are then empty. Absent on every other row.',
+    },
   },
 } as const;
 
@@ -93,4 +99,5 @@ export type TransactionView = {
   amountMicros?: number;
   priceMicros?: number;
   currency?: string;
+  deleted?: true;
 };

@@ -4,11 +4,12 @@ import { readChanges, type ChangePage, type RunQuery } from '../change-feed/read
 import { deletionEntry } from '../customers/list-customer-changes/list-customer-changes.handler.js';
 import { toSummaries } from '../customers/list-customers/list-customers.handler.js';
 import { CUSTOMER_COLUMNS, type CustomerRow } from '../customers/list-customers/list-customers.sql.js';
+import { transactionDeletionEntry } from '../transactions/list-transaction-changes/list-transaction-changes.handler.js';
 import { toView } from '../transactions/list-transactions/list-transactions.handler.js';
 import { TRANSACTION_COLUMNS, type TransactionRow } from '../transactions/list-transactions/list-transactions.sql.js';
 import { webhooksSql } from './webhooks.sql.js';
 
-export type WebhookEventType = 'customer.updated' | 'customer.deleted' | 'transaction.updated';
+export type WebhookEventType = 'customer.updated' | 'customer.deleted' | 'transaction.updated' | 'transaction.deleted';
 
 /**
  * A deletion from before the endpoint was registered cannot concern a row it was sent, and sending it
@@ -45,7 +46,7 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
   if (!endpoint) return 0;
   const run: RunQuery = (_name, sql, params) => m.query(sql, params);
   const customers = await readChanges<CustomerRow>(run, 'customers', CUSTOMER_COLUMNS, endpoint.app_id, decodeCursor(endpoint.customers_cursor), pageSize, '0');
-  const transactions = await readChanges<TransactionRow>(run, 'transactions', TRANSACTION_COLUMNS, endpoint.app_id, decodeCursor(endpoint.transactions_cursor), pageSize);
+  const transactions = await readChanges<TransactionRow>(run, 'transactions', TRANSACTION_COLUMNS, endpoint.app_id, decodeCursor(endpoint.transactions_cursor), pageSize, '0');
   if (customers.rows.length + transactions.rows.length === 0) return 0;
 
   // Both tables share one order (positions): a full page may stop before rows of the other table
@@ -70,15 +71,22 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
   });
   const txRows = transactions.rows.slice(0, takeTransactions);
   const owners = new Map(
-    ((await m.query(webhooksSql.receiptOwners, [endpoint.app_id, [...new Set(txRows.map((t) => t.receiptId))]])) as { receipt_id: string; application_username: string }[]).map((r) => [
-      r.receipt_id,
-      r.application_username,
-    ]),
+    ((await m.query(webhooksSql.receiptOwners, [endpoint.app_id, [...new Set(txRows.flatMap((t) => (t.receiptId == null ? [] : [t.receiptId])))]])) as { receipt_id: string; application_username: string }[]).map(
+      (r) => [r.receipt_id, r.application_username],
+    ),
   );
   txRows.forEach((row, i) => {
+    const { position, key } = transactions.positions[i];
+    const deletedAt = transactions.deleted[i];
+    if (deletedAt !== undefined) {
+      if (Date.parse(deletedAt) < registered) return;
+      // The row is gone and so is its owner: ordered by its row key alone, after its earlier states.
+      items.push({ position: BigInt(position), type: 'transaction.deleted', orderKey: `transaction:${key}`, rowKey: `transaction:${key}`, data: transactionDeletionEntry(key) });
+      return;
+    }
     const owner = owners.get(row.receiptId);
     items.push({
-      position: BigInt(transactions.positions[i].position),
+      position: BigInt(position),
       type: 'transaction.updated',
       orderKey: owner == null ? `receipt:${row.receiptId}` : `customer:${owner}`, // null: the owner was erased
       rowKey: `transaction:${row.transactionId}`,

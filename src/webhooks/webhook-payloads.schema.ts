@@ -45,4 +45,10 @@ export const webhookPayloads = {
       'Sent only to endpoints registered before the removal (docs/change-feed.md, "Deletions")',
   ),
   'transaction.updated': message('transaction.updated', { $ref: '#/components/schemas/Transaction' }, 'A transaction row changed: the Transaction as GET /v2/transactions returns it'),
+  'transaction.deleted': message(
+    'transaction.deleted',
+    { $ref: '#/components/schemas/Transaction' },
+    'A transaction row was removed by a rebuild from a partial log (docs/change-feed.md, "Rebuilds"): {"transactionId": <the key your copy is stored under>, "deleted": true, ' +
+      'purchaseId, productId and receiptId empty, platform the id\'s prefix}; delete your copy. Sent only to endpoints registered before the removal',
+  ),
 };

@@ -16,7 +16,7 @@ jest.setTimeout(120_000);
 
 // Deletion entries (docs/change-feed.md, "Deletions"): a feed client and a webhook receiver that
 // apply them end equal to the listings; a client that began after an erasure is never told the name.
-// The same entries announce the customers a rebuild from a partial log drops.
+// The same entries announce the customers and transactions a rebuild from a partial log drops.
 
 const APP = 'erase-feed';
 const ALICE = 'alice.feed@example.com';
@@ -87,6 +87,7 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
       const data = r.message.data;
       if (r.message.type === 'customer.deleted') copy.customers.delete(data.applicationUsername as string);
       else if (r.message.type === 'customer.updated') copy.customers.set(data.applicationUsername as string, data);
+      else if (r.message.type === 'transaction.deleted') copy.transactions.delete(data.transactionId as string);
       else copy.transactions.set(data.transactionId as string, data);
     }
   }
@@ -157,7 +158,7 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     expect(JSON.stringify(lateBodies)).not.toContain(CAROL);
   });
 
-  it('a rebuild from a partial log (--allow-partial-history) announces the customers it drops: the client and the receiver end equal to the customers listing', async () => {
+  it('a rebuild from a partial log (--allow-partial-history) announces the customers and transactions it drops: the client and the receiver end equal to both listings', async () => {
     const app = 'partial-feed';
     const topic = 'partial-feed-log';
     const DAVE = 'dave.partial@example.com'; // named only by events retention removes
@@ -172,12 +173,15 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     expect(await applyBatch(db.dataSource, { topic, partition: 0, messages })).toMatchObject({ kind: 'applied' });
 
     const token = api.token(app);
-    const client = new Map<string, Row>();
+    const client = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
     const seen: Row[] = [];
-    let cursor = await sync(api, token, 'customers', '0', client, seen);
+    // A transactions client that began (from 0) before the rebuild; the customers one too.
+    const cursors = { customers: await sync(api, token, 'customers', '0', client.customers, seen), transactions: await sync(api, token, 'transactions', '0', client.transactions, seen) };
     await deliver(app);
-    expect([...client.keys()].sort()).toEqual([DAVE, ERIN, FRANK]);
+    expect([...client.customers.keys()].sort()).toEqual([DAVE, ERIN, FRANK]);
+    expect([...client.transactions.keys()].sort()).toEqual(['apple:d-1', 'apple:e-1', 'apple:e-2', 'apple:f-1']);
     expect([...received.get(endpoint)!.customers.keys()].sort()).toEqual([DAVE, ERIN, FRANK]);
+    expect([...received.get(endpoint)!.transactions.keys()].sort()).toEqual(['apple:d-1', 'apple:e-1', 'apple:e-2', 'apple:f-1']);
 
     // retention removed the first two events (dave's only one, erin's first)
     await db.dataSource.query(`DELETE FROM public.event_log WHERE topic = $1 AND "offset" < $2`, [topic, (first + 2n).toString()]);
@@ -186,14 +190,25 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     expect(rebuilt.code === 0 ? 'exit 0' : `exit ${rebuilt.code}: ${rebuilt.stderr}`).toBe('exit 0');
 
     seen.length = 0;
-    cursor = await sync(api, token, 'customers', cursor, client, seen);
+    cursors.customers = await sync(api, token, 'customers', cursors.customers, client.customers, seen);
+    cursors.transactions = await sync(api, token, 'transactions', cursors.transactions, client.transactions, seen);
     await deliver(app);
-    const listed = await listAll(api, token, 'customers');
-    expect([...listed.keys()].sort()).toEqual([ERIN, FRANK]);
-    expect(seen.filter((r) => r.deleted === true)).toEqual([{ applicationUsername: DAVE, customerInfo: {}, receiptIds: [], deleted: true }]);
+    const listed = { customers: await listAll(api, token, 'customers'), transactions: await listAll(api, token, 'transactions') };
+    expect([...listed.customers.keys()].sort()).toEqual([ERIN, FRANK]);
+    expect([...listed.transactions.keys()].sort()).toEqual(['apple:e-2', 'apple:f-1']);
+    expect(seen.filter((r) => r.deleted === true)).toEqual([
+      { applicationUsername: DAVE, customerInfo: {}, receiptIds: [], deleted: true },
+      ...['apple:d-1', 'apple:e-1'].map((transactionId) => ({ transactionId, purchaseId: '', productId: '', platform: 'apple', receiptId: '', deleted: true })),
+    ]);
     expect(client).toEqual(listed);
-    expect(received.get(endpoint)!.customers).toEqual(listed);
-    expect(received.get(endpoint)!.types.filter((t) => t === 'customer.deleted')).toHaveLength(1);
+    expect({ customers: received.get(endpoint)!.customers, transactions: received.get(endpoint)!.transactions }).toEqual(listed);
+    expect(received.get(endpoint)!.types.filter((t) => t.endsWith('.deleted')).sort()).toEqual(['customer.deleted', 'transaction.deleted', 'transaction.deleted']);
+
+    // A transactions client starting from 0 after the rebuild gets the current rows and no deletion entry.
+    const fresh = new Map<string, Row>();
+    const freshSeen: Row[] = [];
+    await sync(api, token, 'transactions', '0', fresh, freshSeen, 1);
+    expect(fresh).toEqual(listed.transactions);
+    expect(freshSeen.filter((r) => r.deleted === true)).toEqual([]);
   });
 });
-

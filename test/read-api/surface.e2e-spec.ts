@@ -67,7 +67,7 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
     }
     expect(body.components.schemas.Paging.properties.next).toMatchObject({ type: 'string' });
     const hooks = body.webhooks;
-    expect(Object.keys(hooks).sort()).toEqual(['customer.deleted', 'customer.updated', 'transaction.updated']);
+    expect(Object.keys(hooks).sort()).toEqual(['customer.deleted', 'customer.updated', 'transaction.deleted', 'transaction.updated']);
     const customer = hooks['customer.updated'].post.requestBody.content['application/json'].schema;
     expect(customer.properties.data).toEqual({ $ref: '#/components/schemas/CustomerSummary' });
     expect(body.components.schemas.CustomerSummary.properties).toHaveProperty('customerInfo');

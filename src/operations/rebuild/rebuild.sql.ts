@@ -1,6 +1,8 @@
 // SQL of the rebuild: generations are schemas shaped like the live `read_model` (LIKE ... INCLUDING
 // ALL copies columns, defaults, keys and indexes, so a table added by a migration is included).
 
+import { KEY_COLUMN, type FeedTable } from '../../change-feed/change-positions.sql.js';
+
 export const REBUILD_LOCK = 727_003;
 
 export const rebuildSql = {
@@ -25,14 +27,17 @@ export const rebuildSql = {
     SELECT generation FROM g`,
   generation: `SELECT generation, switched_at FROM public.read_model_generation`,
   /**
-   * Customers live lists and the new generation does not (a rebuild from a partial log, or a drift
-   * it corrects): deletion entries at the switch's position, so feed clients and webhook endpoints
+   * Rows live lists and the new generation does not (a rebuild from a partial log, or a drift it
+   * corrects): deletion entries at the switch's position, so feed clients and webhook endpoints
    * that hold the row delete it, as after an erasure (docs/change-feed.md, "Rebuilds"). Run under
-   * the live-projection lock, before the schemas are renamed; one anti-join over the customers.
+   * the live-projection lock, before the schemas are renamed; one anti-join per table.
    */
-  announceDroppedCustomers: (schema: string) => `
+  announceDropped: (schema: string, table: FeedTable) => {
+    const key = KEY_COLUMN[table];
+    return `
     INSERT INTO public.feed_deletions (app_id, feed_table, row_key)
-    SELECT l.app_id, 'customers', l.application_username FROM read_model.customers l
-    WHERE NOT EXISTS (SELECT 1 FROM ${schema}.customers g WHERE g.app_id = l.app_id AND g.application_username = l.application_username)
-    ON CONFLICT DO NOTHING`,
+    SELECT l.app_id, '${table}', l.${key} FROM read_model.${table} l
+    WHERE NOT EXISTS (SELECT 1 FROM ${schema}.${table} g WHERE g.app_id = l.app_id AND g.${key} = l.${key})
+    ON CONFLICT DO NOTHING`;
+  },
 };

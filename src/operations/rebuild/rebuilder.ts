@@ -332,7 +332,7 @@ export class Rebuilder {
         await m.query(stamp.rebuilt);
         await m.query(stamp.changedLive, [changesFrom]);
       }
-      await m.query(rebuildSql.announceDroppedCustomers(schema));
+      for (const table of FEED_TABLES) await m.query(rebuildSql.announceDropped(schema, table));
       await m.query(`DROP SCHEMA IF EXISTS read_model_previous CASCADE`);
       await m.query(`ALTER SCHEMA read_model RENAME TO read_model_previous`);
       await m.query(`ALTER SCHEMA ${schema} RENAME TO read_model`);
