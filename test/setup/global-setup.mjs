@@ -77,7 +77,9 @@ async function startServices() {
   const replicas = startReplicas(runId);
   replicas.catch(() => undefined); // awaited below; a failure meanwhile is not an unhandled rejection
   try {
-    if (process.env.KAFKA_BROKERS) {
+    if (process.env.TEST_READS === 'standby') {
+      // npm run test:standby: the read-API and change-feed suites, which need no broker.
+    } else if (process.env.KAFKA_BROKERS) {
       process.env.TEST_KAFKA_BROKERS = process.env.KAFKA_BROKERS;
     } else {
       const broker = await startKafkaBroker();
@@ -88,7 +90,8 @@ async function startServices() {
   } finally {
     await replicas;
   }
-  console.log(`\n[test setup] PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, Kafka ${process.env.KAFKA_BROKERS ? 'from KAFKA_BROKERS' : `broker at ${process.env.TEST_KAFKA_BROKERS}`} (${Date.now() - started} ms)`);
+  const kafka = process.env.TEST_READS === 'standby' ? 'none (reads from standbys)' : process.env.KAFKA_BROKERS ? 'from KAFKA_BROKERS' : `broker at ${process.env.TEST_KAFKA_BROKERS}`;
+  console.log(`\n[test setup] PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, Kafka ${kafka} (${Date.now() - started} ms)`);
 }
 
 /**

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
+import { createStandbyReadDatabase, readsFromStandbys } from './replicas.js';
 
 let counter = 0;
 
@@ -8,6 +9,7 @@ export type TestDatabase = { url: string; name: string; dataSource: DataSource; 
 
 /** A database of this test file's own, cloned from the migrated template made in global setup. */
 export async function createTestDatabase(label: string): Promise<TestDatabase> {
+  if (readsFromStandbys) return createStandbyReadDatabase(label);
   const admin = process.env.TEST_ADMIN_DATABASE_URL!;
   const template = process.env.TEST_TEMPLATE_DATABASE!;
   const name = `sr_${label.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 20)}_${process.env.TEST_RUN_ID}_${process.pid}_${++counter}`;

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
+import { HIGH_WATER } from '../../src/change-feed/change-positions.sql.js';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { adminQuery } from './database.js';
 import { expectEventually } from './expect-eventually.js';
@@ -25,6 +26,7 @@ async function one<T>(url: string, sql: string): Promise<T> {
 export type ReplicatedDatabase = {
   /** The database on the primary (writes). */
   url: string;
+  name: string;
   /** The same database on each standby (read-only, streamed). */
   standbyUrls: string[];
   dataSource: DataSource;
@@ -68,6 +70,7 @@ export async function createReplicatedDatabase(label: string): Promise<Replicate
   const dataSource = await new DataSource(dataSourceOptions(withDatabase(admin, name), { poolSize: 6, applicationName: 'test' })).initialize();
   return {
     url: withDatabase(admin, name),
+    name,
     standbyUrls: standbyAdmins.map((u) => withDatabase(u, name)),
     dataSource,
     caughtUp,
@@ -95,3 +98,38 @@ export async function createReplicatedDatabase(label: string): Promise<Replicate
     },
   };
 }
+
+/**
+ * TEST_READS=standby (`npm run test:standby`, part of `npm test`): the read-API and change-feed
+ * suites run with their databases on the replica servers and every app reading from the standbys
+ * (DATABASE_READ_URL). Each request of a test waits until the standbys have replayed what the test
+ * wrote before it, so the suites keep their meaning: the same answers, served by a standby.
+ */
+export const readsFromStandbys = process.env.TEST_READS === 'standby';
+const standbysOf = new Map<string, { urls: string[]; caughtUp(): Promise<void> }>();
+
+export async function createStandbyReadDatabase(label: string): Promise<ReplicatedDatabase> {
+  const db = await createReplicatedDatabase(label);
+  standbysOf.set(db.url, { urls: db.standbyUrls, caughtUp: () => feedCaughtUp(db) });
+  return db;
+}
+
+/**
+ * Replayed, and the change feed's high-water mark as far on every standby as on the primary now. A
+ * standby's mark also waits for transactions of other databases (docs/scaling.md), and the test files
+ * running beside this one write theirs on the same servers: an empty feed page there means "nothing
+ * here yet", not "done", so a suite that drains until an empty page first waits for the mark.
+ */
+async function feedCaughtUp(db: ReplicatedDatabase): Promise<void> {
+  await db.caughtUp();
+  const { mark } = await one<{ mark: string }>(db.url, `SELECT ${HIGH_WATER}::text AS mark`);
+  await expectEventually(async () => {
+    for (const [i, url] of db.standbyUrls.entries()) {
+      const { reached } = await one<{ reached: boolean }>(url, `SELECT ${HIGH_WATER} >= ${BigInt(mark)} AS reached`);
+      expect({ standby: i, reached }).toEqual({ standby: i, reached: true });
+    }
+  }, 30_000, 20);
+}
+
+/** The standbys of a database made by createStandbyReadDatabase (undefined for any other). */
+export const standbyReadsFor = (databaseUrl: string) => standbysOf.get(databaseUrl);
