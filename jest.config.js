@@ -26,4 +26,11 @@ export default {
   globalTeardown: '<rootDir>/test/setup/global-teardown.mjs',
   testTimeout: 60_000,
   maxWorkers: 2,
+  // Under native ESM every test file's module graph (Nest, TypeORM, kafkajs, ...) stays in the worker's
+  // heap: ~40 MB retained and ~60 MB allocated per e2e file. After ~50 files a worker held several GB,
+  // and tearing that down took the process longer than jest-worker's 500 ms grace period after the END
+  // message, so jest printed "A worker process has failed to exit gracefully" although no handle was open
+  // (the workers' 'exit' came 1-4 ms after END, with only their stdio/IPC pipes active). A worker whose heap
+  // exceeds this after a test file is replaced by a fresh one, so the last worker exits within the grace period.
+  workerIdleMemoryLimit: '512MB',
 };
