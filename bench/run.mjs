@@ -836,7 +836,7 @@ try {
   console.log(md);
   // every run's report is kept under .tmp/bench-reports (variants of --node-flags write nothing else)
   mkdirSync(path.join(root, '.tmp/bench-reports'), { recursive: true });
-  writeFileSync(path.join(root, '.tmp/bench-reports', `${meta.date.replaceAll(':', '-')}-${(args.only ?? 'all').replaceAll(',', '-')}.md`), md + '\n');
+  writeFileSync(path.join(root, '.tmp/bench-reports', `${new Date().toISOString().replaceAll(':', '-')}-${(args.only ?? 'all').replaceAll(',', '-')}.md`), md + '\n');
   // a profiled run measures the profiler too, and a --node-flags run is not production: they write no results
   if ((!args.only || args.size !== 'small' || args.only === 'lookup' || args.only === 'orders') && !args['cpu-prof'] && args['node-flags'] === undefined) writeFileSync(path.join(root, `docs/benchmarks${args.size === 'small' ? '' : '-' + args.size}${args.only ? '-' + args.only.replaceAll(',', '-') : ''}${args['read-url'] ? '-replica' : ''}.md`), md + '\n');
 } finally {
