@@ -49,7 +49,7 @@ const { values: args } = parseArgs({
   },
 });
 /** What production runs the service with: package.json `start:prod` and the Dockerfile's CMD. */
-const SERVICE_NODE_FLAGS = ['--max-old-space-size=320', '--max-semi-space-size=16'];
+const SERVICE_NODE_FLAGS = ['--max-old-space-size=160', '--max-semi-space-size=16'];
 const serviceNodeFlags = args['node-flags'] === undefined ? SERVICE_NODE_FLAGS : args['node-flags'].split(/\s+/).filter(Boolean);
 const SIZES = {
   small: { transactions: 1_000_000, customers: 100_000, ingestEvents: 200_000, seconds: 5, visibleSeconds: 15 },

@@ -131,8 +131,7 @@ describe('deploy/kubernetes', () => {
       expect(c.command).toBeUndefined();
       expect(c.args).toBeUndefined();
       const limit = /^(\d+)Mi$/.exec(c.resources.limits.memory)!;
-      // twice the old-space limit: with 320 MB old space and 16 MB semi-spaces the consumer peaked at
-      // 342-347 MB (VmHWM) draining a backlog, below the 383-391 MB of the earlier 160 MB limit (bench/notes.md)
+      // RSS under load is ~190 MB with a 160 MB heap (docs/benchmarks.md)
       expect(Number(limit[1])).toBeGreaterThanOrEqual(2 * heapMb);
       if (c.securityContext?.readOnlyRootFilesystem) expect(c.volumeMounts.map((v: { mountPath: string }) => v.mountPath)).toContain(dataDir);
       // main.ts gives a graceful stop 30 s before it exits on its own
