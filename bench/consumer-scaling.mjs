@@ -134,7 +134,7 @@ async function main() {
     const services = [];
     for (let i = 0; i < layout.instances; i++) {
       services.push(
-        spawn(process.execPath, ['--max-old-space-size=160', path.join(root, 'dist/main.js')], {
+        spawn(process.execPath, ['--max-old-space-size=160', '--max-semi-space-size=16', path.join(root, 'dist/main.js')], {
           env: {
             PATH: process.env.PATH, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET: SECRET, DATABASE_URL: url, PORT: String(await freePort()),
             KAFKA_BROKERS: brokers, KAFKA_TOPIC: topic, KAFKA_GROUP_ID: group, KAFKA_PARTITIONS_CONCURRENCY: String(layout.concurrency),

@@ -68,7 +68,7 @@ async function main() {
   await new Promise((r) => jwks.listen(0, '127.0.0.1', r));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const service = spawn(process.execPath, ['--max-old-space-size=160', path.join(root, 'dist/main.js')], {
+  const service = spawn(process.execPath, ['--max-old-space-size=160', '--max-semi-space-size=16', path.join(root, 'dist/main.js')], {
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'development',

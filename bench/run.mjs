@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Benchmarks (never part of `npm test`):  npm run bench [-- --size small|1m|full] [--only api,lookup,ingest,orders] [--peer connect]
-//   [--read-url <replica-url>] [--reuse]
+//   [--read-url <replica-url>] [--reuse] [--node-flags="<flags for the service's node>"]
 // (--only orders: just the two-order ingest with CPU per event, written to docs/benchmarks-orders.md)
 // Measures, side by side in one run, our service against a ceiling and a baseline, and writes
 // docs/benchmarks.md. PostgreSQL: DATABASE_URL, or an embedded server under .tmp/bench-pg.
@@ -43,8 +43,14 @@ const { values: args } = parseArgs({
     // lookup: the service and the bare server run with node --cpu-prof, under the lookup or the deep
     // page alone, profiles written to .tmp/cpu-prof[-bare] on exit (bench/profile-summary.mjs reads them)
     'cpu-prof': { type: 'string' },
+    // the measured service's node flags (api, lookup, ingest, orders), in place of production's
+    // (SERVICE_NODE_FLAGS: package.json start:prod, the Dockerfile's CMD), to compare variants from one build
+    'node-flags': { type: 'string' },
   },
 });
+/** What production runs the service with: package.json `start:prod` and the Dockerfile's CMD. */
+const SERVICE_NODE_FLAGS = ['--max-old-space-size=160', '--max-semi-space-size=16'];
+const serviceNodeFlags = args['node-flags'] === undefined ? SERVICE_NODE_FLAGS : args['node-flags'].split(/\s+/).filter(Boolean);
 const SIZES = {
   small: { transactions: 1_000_000, customers: 100_000, ingestEvents: 200_000, seconds: 5, visibleSeconds: 15 },
   '1m': { transactions: 1_000_000, customers: 100_000, ingestEvents: 1_000_000, seconds: 5, visibleSeconds: 30 },
@@ -82,7 +88,7 @@ async function freshDatabase(adminUrl, name) {
 /** KAFKA_* and PROJECTION_* settings given to `npm run bench` reach the measured service. */
 const tuning = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(KAFKA_(PARTITIONS_CONCURRENCY|MAX_BYTES_PER_PARTITION|ROUND_SHARE_MESSAGES)|PROJECTION_BATCH_SIZE)$/.test(k)));
 function service(env, nodeOptions = []) {
-  const child = spawn(process.execPath, ['--max-old-space-size=160', ...nodeOptions, path.join(root, 'dist/main.js')], {
+  const child = spawn(process.execPath, [...serviceNodeFlags, ...nodeOptions, path.join(root, 'dist/main.js')], {
     // ALLOW_EMBEDDED: the API-only service has no Kafka to name; production refuses the embedded log otherwise.
     env: { PATH: process.env.PATH, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET: SECRET, ALLOW_EMBEDDED: 'true', ...tuning(), ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -116,6 +122,14 @@ function sampleRss(pid) {
   const t = setInterval(() => (max = Math.max(max, rssMb(pid))), 200);
   return () => (clearInterval(t), Math.round(max));
 }
+/** The kernel's high-water mark of the process's RSS (VmHWM), MB; read it before the process exits. */
+const hwmMb = (pid) => {
+  try {
+    return Math.round(Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024);
+  } catch {
+    return NaN;
+  }
+};
 const cannon = (url, connections, seconds, token, headers = {}, requests = undefined) =>
   autocannon({ url, connections, duration: seconds, pipelining: 1, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers }, ...(requests ? { requests } : {}) });
 // CPU time of a process (utime + stime, /proc/<pid>/stat fields 14 and 15), in seconds; undefined once it is gone.
@@ -413,7 +427,7 @@ async function lookupBenchmarks(adminUrl) {
   log(`lookup: service ${JSON.stringify(lookupRun.service)}; bare ${JSON.stringify(lookupRun.bare)}`);
   const deepRun = args['cpu-prof'] === 'lookup' ? none : await sideBySide([['service', base + deep, ours.pid], ['bare', `http://127.0.0.1:${barePort}${deep}`, bare.pid]], 50, size.seconds, rounds, token);
   log(`deep page: service ${JSON.stringify(deepRun.service)}; bare ${JSON.stringify(deepRun.bare)}`);
-  results.lookup = { lookup: lookupRun, deep: { url: deep, ...deepRun }, rounds, reused, replica: Boolean(args['read-url']), rssMb: stopRss(), load: os.loadavg().map((l) => l.toFixed(2)).join(' ') };
+  results.lookup = { lookup: lookupRun, deep: { url: deep, ...deepRun }, rounds, reused, replica: Boolean(args['read-url']), rssMb: stopRss(), hwmMb: hwmMb(ours.pid), load: os.loadavg().map((l) => l.toFixed(2)).join(' ') };
   // SIGINT: a --cpu-prof profile is written only by a process that exits on its own
   bare.kill(args['cpu-prof'] ? 'SIGINT' : 'SIGTERM');
   ours.kill('SIGTERM');
@@ -456,6 +470,7 @@ async function projectTopic(adminUrl, admin, producer, brokers, { dbName, topic,
   const consumer = service({ DATABASE_URL: url, PORT: String(await freePort()), KAFKA_BROKERS: brokers, KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `bench-${topic}` });
   const stopRss = sampleRss(consumer.pid);
   const cpu = cpuMeter(ds, dbName, consumer.pid);
+  const loadStart = os.loadavg()[0];
   let first;
   let firstAt;
   // progress samples: the rate early in the run against the rate at its end, measured in one run
@@ -486,8 +501,10 @@ async function projectTopic(adminUrl, admin, producer, brokers, { dbName, topic,
     early: { upTo: early, eventsPerSecond: rateBetween(first, early) },
     late: { from: Math.floor(end * 0.9), eventsPerSecond: rateBetween(Math.floor(end * 0.9), end) },
     cpu: { postgresUs: (postgresSeconds / measured) * 1e6, nodeUs: (nodeSeconds / measured) * 1e6, backends },
+    hwmMb: hwmMb(consumer.pid),
+    load: [loadStart, os.loadavg()[0]].map((l) => l.toFixed(2)).join(' → '),
   };
-  log(`${order} order: projected ${end} events at ${stats.eventsPerSecond} events/s; CPU per event: PostgreSQL ${stats.cpu.postgresUs.toFixed(1)} µs (${backends} backends), service ${stats.cpu.nodeUs.toFixed(1)} µs`);
+  log(`${order} order: projected ${end} events at ${stats.eventsPerSecond} events/s; CPU per event: PostgreSQL ${stats.cpu.postgresUs.toFixed(1)} µs (${backends} backends), service ${stats.cpu.nodeUs.toFixed(1)} µs; service VmHWM ${stats.hwmMb} MB; load ${stats.load}`);
   return { url, ds, consumer, stopRss, stored, end, stats };
 }
 
@@ -499,7 +516,7 @@ const stopService = async (child) => {
 /** Ingest of the same events in the time order stores send them (random ids), beside the customer order. */
 async function timeOrderIngest(adminUrl, admin, producer, brokers, topic) {
   const t = await projectTopic(adminUrl, admin, producer, brokers, { dbName: 'bench_ingest_time', topic: `${topic}-time`, order: 'time' });
-  t.stopRss();
+  t.stats.rssMb = t.stopRss();
   await stopService(t.consumer);
   await t.ds.destroy();
   results.orders.time = t.stats;
@@ -518,7 +535,7 @@ async function orderBenchmarks(adminUrl, brokers) {
   const topic = `bench-${Date.now()}`;
   const { admin, producer } = await kafkaClients(brokers);
   const c = await projectTopic(adminUrl, admin, producer, brokers, { dbName: 'bench_ingest', topic, order: 'customer' });
-  c.stopRss();
+  c.stats.rssMb = c.stopRss();
   await stopService(c.consumer);
   await c.ds.destroy();
   results.orders.customer = c.stats;
@@ -703,7 +720,7 @@ function report(meta) {
   const ok = (pass) => (pass ? 'met' : '**not met**');
   const lines = [];
   lines.push('# Benchmarks', '');
-  lines.push(`Generated by \`npm run bench -- ${['--size', args.size, ...(args.only ? ['--only', args.only] : []), ...(args.peer ? ['--peer', args.peer] : []), ...(args['read-url'] ? ['--read-url', '<replica>'] : []), ...(args.reuse ? ['--reuse'] : [])].join(' ')}\` (bench/run.mjs) on ${meta.date}. Full size: [benchmarks-full.md](benchmarks-full.md); small size: [benchmarks.md](benchmarks.md).`, '');
+  lines.push(`Generated by \`npm run bench -- ${['--size', args.size, ...(args.only ? ['--only', args.only] : []), ...(args.peer ? ['--peer', args.peer] : []), ...(args['read-url'] ? ['--read-url', '<replica>'] : []), ...(args.reuse ? ['--reuse'] : []), ...(args['node-flags'] !== undefined ? [`--node-flags="${args['node-flags']}"`] : [])].join(' ')}\` (bench/run.mjs) on ${meta.date}; the service ran as \`node ${serviceNodeFlags.join(' ')} dist/main.js\`. Full size: [benchmarks-full.md](benchmarks-full.md); small size: [benchmarks.md](benchmarks.md).`, '');
   lines.push('| machine | |', '|---|---|');
   for (const [k, v] of Object.entries(meta.machine)) lines.push(`| ${k} | ${v} |`);
   lines.push('');
@@ -743,7 +760,7 @@ function report(meta) {
       const p99Target = name === 'deep page' ? '' : ` ${ok(p99 <= 1.2)}`;
       lines.push(`| ${name} | ${r.service.rps} | ${r.bare.rps} | ${ratio.toFixed(2)} ${ok(ratio >= 0.9 && r.service.errors === 0)} | ${r.service.p99} | ${r.bare.p99} | ${p99.toFixed(2)}${p99Target} | ${r.service.cpuUsPerRequest} / ${r.bare.cpuUsPerRequest} |`);
     }
-    lines.push('', `Rounds, service: ${l.lookup.service.rounds.join('; ')}; bare: ${l.lookup.bare.rounds.join('; ')}. API process RSS: max ${l.rssMb} MB.`, '');
+    lines.push('', `Rounds, service: ${l.lookup.service.rounds.join('; ')}; bare: ${l.lookup.bare.rounds.join('; ')}. API process RSS: max ${l.rssMb} MB (VmHWM ${l.hwmMb} MB).`, '');
   }
   if (results.ingest.events) {
     const i = results.ingest;
@@ -783,10 +800,10 @@ function report(meta) {
   if (customer && time) {
     lines.push(`## Ingest in two orders: CPU per event (${customer.events.toLocaleString('en')} generated events, 6 partitions, each order into a fresh database)`, '');
     lines.push('CPU from the first commit to the last, per event projected: the PostgreSQL backends serving the service (utime + stime from /proc/<pid>/stat) and the service process itself.', '');
-    lines.push('| order | events/s | PostgreSQL CPU per event | service (Node) CPU per event | live CPU per event | goal |', '|---|---|---|---|---|---|');
+    lines.push('| order | events/s | PostgreSQL CPU per event | service (Node) CPU per event | live CPU per event | goal | service RSS max (VmHWM) | load average (1 min), start → end |', '|---|---|---|---|---|---|---|---|');
     for (const [o, goal, label] of [[customer, 55, 'customer by customer, ids `<seed>-<n>` (before: the only order)'], [time, 70, 'time order, random UUIDv4 ids (as stores send them)']]) {
       const total = o.cpu.postgresUs + o.cpu.nodeUs;
-      lines.push(`| ${label} | ${o.eventsPerSecond.toLocaleString('en')} | ${o.cpu.postgresUs.toFixed(1)} µs | ${o.cpu.nodeUs.toFixed(1)} µs | ${total.toFixed(1)} µs | ≤ ${goal} µs: ${ok(total <= goal)} |`);
+      lines.push(`| ${label} | ${o.eventsPerSecond.toLocaleString('en')} | ${o.cpu.postgresUs.toFixed(1)} µs | ${o.cpu.nodeUs.toFixed(1)} µs | ${total.toFixed(1)} µs | ≤ ${goal} µs: ${ok(total <= goal)} | ${o.rssMb} MB (${o.hwmMb} MB) | ${o.load} |`);
     }
     lines.push('');
   }
@@ -817,8 +834,11 @@ try {
   machine['load average (1, 5, 15 min) at the end'] = os.loadavg().map((l) => l.toFixed(2)).join(', ');
   const md = report({ date: new Date().toISOString(), machine });
   console.log(md);
-  // a profiled run measures the profiler too: it writes no results
-  if ((!args.only || args.size !== 'small' || args.only === 'lookup' || args.only === 'orders') && !args['cpu-prof']) writeFileSync(path.join(root, `docs/benchmarks${args.size === 'small' ? '' : '-' + args.size}${args.only ? '-' + args.only.replaceAll(',', '-') : ''}${args['read-url'] ? '-replica' : ''}.md`), md + '\n');
+  // every run's report is kept under .tmp/bench-reports (variants of --node-flags write nothing else)
+  mkdirSync(path.join(root, '.tmp/bench-reports'), { recursive: true });
+  writeFileSync(path.join(root, '.tmp/bench-reports', `${new Date().toISOString().replaceAll(':', '-')}-${(args.only ?? 'all').replaceAll(',', '-')}.md`), md + '\n');
+  // a profiled run measures the profiler too, and a --node-flags run is not production: they write no results
+  if ((!args.only || args.size !== 'small' || args.only === 'lookup' || args.only === 'orders') && !args['cpu-prof'] && args['node-flags'] === undefined) writeFileSync(path.join(root, `docs/benchmarks${args.size === 'small' ? '' : '-' + args.size}${args.only ? '-' + args.only.replaceAll(',', '-') : ''}${args['read-url'] ? '-replica' : ''}.md`), md + '\n');
 } finally {
   await broker?.destroy();
   await pgServer.stop();

@@ -35,12 +35,12 @@ const paddedEvent = (app: string, n: number, bytes: number) => {
 };
 
 /**
- * The built CLI as `npm run cli` runs it (the service's 160 MB heap), reporting its peak RSS
+ * The built CLI as `npm run cli` runs it (the service's heap flags), reporting its peak RSS
  * (process.resourceUsage().maxRSS, kB) through a preloaded module.
  */
 function publishWithPeakRss(file: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string; maxRssMb: number }> {
   return new Promise((resolve, reject) => {
-    const node = ['--max-old-space-size=160', '--import', path.join(root, 'test/utils/report-max-rss.mjs')];
+    const node = ['--max-old-space-size=160', '--max-semi-space-size=16', '--import', path.join(root, 'test/utils/report-max-rss.mjs')];
     const child = spawn(process.execPath, [...node, path.join(root, 'dist/cli.js'), 'publish', file], {
       env: serviceEnv(env),
       cwd: root,
@@ -134,8 +134,8 @@ describe('oversized events on the embedded log (e2e: the built CLI and service, 
 
     beforeAll(async () => {
       port = await freePort();
-      // the service as deployed: the Dockerfile's 160 MB heap
-      service = startService({ DATABASE_URL: db.url, PORT: String(port), KAFKA_TOPIC: topic, NODE_OPTIONS: '--max-old-space-size=160' });
+      // the service as deployed: the Dockerfile's heap flags
+      service = startService({ DATABASE_URL: db.url, PORT: String(port), KAFKA_TOPIC: topic, NODE_OPTIONS: '--max-old-space-size=160 --max-semi-space-size=16' });
     });
     afterAll(async () => {
       await service?.kill('SIGTERM');
