@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { applyBatch } from '../../src/projection/apply-batch.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
-import { drainFeed, listAll, type Row } from '../utils/change-feed.js';
+import { drainFeed, feedStepEvent, listAll, type Row } from '../utils/change-feed.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
 
 jest.setTimeout(180_000);
@@ -165,21 +165,7 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
           }
         })();
         steps.forEach((s, i) => {
-          const event = s.move && s.user
-            ? linkEvent({ app, id: `e${i}`, time: `2024-02-${String((i % 28) + 1).padStart(2, '0')}T00:00:00Z`, receiptId: `apple:r${s.tx % 4}`, user: s.user })
-            : txEvent({
-                app,
-                id: `e${i}`,
-                time: `2024-01-${String((i % 28) + 1).padStart(2, '0')}T00:00:00Z`,
-                data: {
-                  transactionId: `apple:t${s.tx}`,
-                  receiptId: `apple:r${s.tx % 4}`,
-                  purchaseDate: '2024-01-01T00:00:00Z',
-                  expirationDate: `2024-03-${String(s.expiresDay).padStart(2, '0')}T00:00:00Z`,
-                  ...(s.user ? { applicationUsername: s.user } : {}),
-                  ...(s.refunded ? { isExpired: true, cancelationReason: 'Customer', revocationDate: '2024-02-15T00:00:00Z' } : {}),
-                },
-              });
+          const event = feedStepEvent(app, i, s, s.move, 4);
           const offset = offsets[s.partition]++;
           partitions[s.partition] = partitions[s.partition].then(() =>
             applyBatch(

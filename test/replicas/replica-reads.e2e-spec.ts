@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import fc from 'fast-check';
 import { applyBatch } from '../../src/projection/apply-batch.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
-import { drainFeed, listAll, ROW_KEY, type Listing, type Row } from '../utils/change-feed.js';
+import { drainFeed, feedStepEvent, listAll, ROW_KEY, type Listing, type Row } from '../utils/change-feed.js';
 import { expectEventually } from '../utils/expect-eventually.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
 import { createReplicatedDatabase, type ReplicatedDatabase } from '../utils/replicas.js';
@@ -203,25 +203,10 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
         const offsets = [0, 0, 0];
         const partitions: Promise<unknown>[] = [Promise.resolve(), Promise.resolve(), Promise.resolve()];
         steps.forEach((s, i) => {
-          const day = String((i % 28) + 1).padStart(2, '0');
           const event =
             s.kind === 'erase' && s.user
-              ? erased(app, s.user, `2024-02-${day}T12:00:00Z`)
-              : s.kind === 'move' && s.user
-                ? linkEvent({ app, id: `e${i}`, time: `2024-02-${day}T00:00:00Z`, receiptId: `apple:r${s.tx % 3}`, user: s.user })
-                : txEvent({
-                    app,
-                    id: `e${i}`,
-                    time: `2024-01-${day}T00:00:00Z`,
-                    data: {
-                      transactionId: `apple:t${s.tx}`,
-                      receiptId: `apple:r${s.tx % 3}`,
-                      purchaseDate: '2024-01-01T00:00:00Z',
-                      expirationDate: `2024-03-${String(s.expiresDay).padStart(2, '0')}T00:00:00Z`,
-                      ...(s.user ? { applicationUsername: s.user } : {}),
-                      ...(s.refunded ? { isExpired: true, cancelationReason: 'Customer', revocationDate: '2024-02-15T00:00:00Z' } : {}),
-                    },
-                  });
+              ? erased(app, s.user, `2024-02-${String((i % 28) + 1).padStart(2, '0')}T12:00:00Z`)
+              : feedStepEvent(app, i, s, s.kind === 'move', 3);
           const offset = offsets[s.partition]++;
           partitions[s.partition] = partitions[s.partition].then(async () => {
             if (s.replay === 'pause') await db.pause(s.standby);

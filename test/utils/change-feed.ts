@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { HIGH_WATER } from '../../src/change-feed/change-positions.sql.js';
 import type { TestApp } from './app.js';
+import { linkEvent, txEvent } from './events.js';
 
 export type Row = Record<string, unknown>;
 export type Listing = 'customers' | 'transactions';
@@ -68,4 +69,29 @@ export async function feedSettled(db: DataSource, appId: string): Promise<boolea
     [appId],
   )) as { settled: boolean }[];
   return settled;
+}
+
+/** One generated step of the feed property tests (test/change-feed, test/replicas). */
+export type FeedStep = { tx: number; user: string | null; expiresDay: number; refunded: boolean };
+
+/**
+ * The event of step `i`: with `move` (and a user), the step's receipt moving to that user; otherwise
+ * a snapshot of transaction `tx` on one of `receipts` receipts, dated by the step's index.
+ */
+export function feedStepEvent(app: string, i: number, s: FeedStep, move: boolean, receipts: number) {
+  const day = String((i % 28) + 1).padStart(2, '0');
+  if (move && s.user) return linkEvent({ app, id: `e${i}`, time: `2024-02-${day}T00:00:00Z`, receiptId: `apple:r${s.tx % receipts}`, user: s.user });
+  return txEvent({
+    app,
+    id: `e${i}`,
+    time: `2024-01-${day}T00:00:00Z`,
+    data: {
+      transactionId: `apple:t${s.tx}`,
+      receiptId: `apple:r${s.tx % receipts}`,
+      purchaseDate: '2024-01-01T00:00:00Z',
+      expirationDate: `2024-03-${String(s.expiresDay).padStart(2, '0')}T00:00:00Z`,
+      ...(s.user ? { applicationUsername: s.user } : {}),
+      ...(s.refunded ? { isExpired: true, cancelationReason: 'Customer', revocationDate: '2024-02-15T00:00:00Z' } : {}),
+    },
+  });
 }
