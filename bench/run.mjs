@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // Benchmarks (never part of `npm test`):  npm run bench [-- --size small|1m|full] [--only api,lookup,ingest,orders] [--peer connect]
-//   [--read-url <replica-url>] [--reuse] [--node-flags="<flags for the service's node>"]
+//   [--read-url <replica-url> | --replica] [--reuse] [--node-flags="<flags for the service's node>"]
 // (--only orders: just the two-order ingest with CPU per event, written to docs/benchmarks-orders.md)
 // Measures, side by side in one run, our service against a ceiling and a baseline, and writes
 // docs/benchmarks.md. PostgreSQL: DATABASE_URL, or an embedded server under .tmp/bench-pg.
 // Kafka: KAFKA_BROKERS, or a broker started from Maven Central artifacts (test/kafka/broker.mjs).
 import assert from 'node:assert/strict';
 import { fork, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync, chmodSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -21,7 +21,8 @@ import { DataSource } from 'typeorm';
 import { startKafkaBroker, freePort } from '../test/kafka/broker.mjs';
 import { dataSourceOptions } from '../dist/database/data-source-options.js';
 import { runMigrations } from '../dist/database/migrate.js';
-import { startEmbeddedPostgres } from '../dist/database/embedded-postgres.js';
+import { startEmbeddedPostgres, writeHeavySettings } from '../dist/database/embedded-postgres.js';
+import { replicaBinaries, startReplicaPair } from '../test/setup/replica-pair.mjs';
 import { refreshAllSummaries } from '../dist/projection/customer-summaries.js';
 import { generateEvents } from '../dist/generate/generate-events.js';
 import { mintToken } from '../dist/auth/mint-token.js';
@@ -38,6 +39,9 @@ const { values: args } = parseArgs({
     peer: { type: 'string' },
     // lookup: the service (DATABASE_READ_URL) and the bare server read from this URL, a replica of the primary the data is loaded into
     'read-url': { type: 'string' },
+    // lookup: a primary and one streaming standby started here (test/setup/replica-pair.mjs, DATABASE_URL's
+    // or the embedded server's binaries); the data is loaded into the primary, both servers read from the standby
+    replica: { type: 'boolean', default: false },
     // lookup: keep bench_lookup when it already holds this size's dataset (a load is ~2 of the run's minutes)
     reuse: { type: 'boolean', default: false },
     // lookup: the service and the bare server run with node --cpu-prof, under the lookup or the deep
@@ -67,6 +71,21 @@ const results = { api: [], throughput: [], lookup: undefined, ingest: {}, visibl
 
 // ---------- infrastructure ----------
 async function postgres() {
+  if (args.replica) {
+    const root = path.join(os.tmpdir(), 'sr-bench-replicas');
+    mkdirSync(root, { recursive: true });
+    chmodSync(root, 0o755);
+    const pair = await startReplicaPair({
+      bindir: await replicaBinaries(process.env.DATABASE_URL),
+      root,
+      ports: [await freePort(), await freePort()],
+      standbys: 1,
+      // the embedded server's settings, and durability as a production replica has it
+      settings: [...writeHeavySettings(os.totalmem()), 'fsync = on', 'full_page_writes = on'],
+    });
+    args['read-url'] = pair.standbys[0];
+    return { url: pair.primary, stop: async () => { await pair.stop(); rmSync(pair.dir, { recursive: true, force: true }); } };
+  }
   if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, stop: async () => {} };
   const dir = path.join(os.tmpdir(), 'sr-bench-pg');
   mkdirSync(dir, { recursive: true });
@@ -395,9 +414,28 @@ async function sideBySide(servers, connections, seconds, rounds, token, requests
   return Object.fromEntries(Object.entries(out).map(([name, o]) => [name, { rps: Math.round(o.requests / o.seconds), p99: mean(o.p99s), p50: mean(o.p50s), cpuUsPerRequest: Math.round((o.cpuMs * 1000) / o.requests), errors: o.errors, rounds: o.rounds }]));
 }
 
+/** Waits until the replica at `readUrl` has replayed everything the primary (`ds`) has written so far. */
+async function replayed(ds, readUrl) {
+  const [{ lsn }] = await ds.query(`SELECT pg_current_wal_lsn()::text AS lsn`);
+  const replica = new pg.Client({ connectionString: readUrl });
+  await replica.connect();
+  try {
+    for (let waited = 0; ; waited += 500) {
+      const { rows } = await replica.query(`SELECT pg_is_in_recovery() AS standby, pg_last_wal_replay_lsn() >= $1::pg_lsn AS caught_up`, [lsn]);
+      if (!rows[0].standby) throw new Error('--read-url is not a standby (pg_is_in_recovery() is false)');
+      if (rows[0].caught_up) return log(`replica replayed the primary's WAL up to ${lsn}`);
+      if (waited > 600_000) throw new Error(`the replica has not replayed ${lsn} in 10 minutes`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  } finally {
+    await replica.end();
+  }
+}
+
 async function lookupBenchmarks(adminUrl) {
   const { url, ds, reused } = await lookupDatabase(adminUrl);
   const readUrl = args['read-url'] ? withDb(args['read-url'], 'bench_lookup') : url;
+  if (args['read-url']) await replayed(ds, readUrl);
   const port = await freePort();
   const env = { DATABASE_URL: url, PORT: String(port), CONSUMER_ENABLED: 'false', DOCS_UI_ENABLED: 'false', ...(args['read-url'] ? { DATABASE_READ_URL: readUrl } : {}) };
   const ours = service(env, args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(root, '.tmp/cpu-prof')}`] : []);
@@ -720,7 +758,7 @@ function report(meta) {
   const ok = (pass) => (pass ? 'met' : '**not met**');
   const lines = [];
   lines.push('# Benchmarks', '');
-  lines.push(`Generated by \`npm run bench -- ${['--size', args.size, ...(args.only ? ['--only', args.only] : []), ...(args.peer ? ['--peer', args.peer] : []), ...(args['read-url'] ? ['--read-url', '<replica>'] : []), ...(args.reuse ? ['--reuse'] : []), ...(args['node-flags'] !== undefined ? [`--node-flags="${args['node-flags']}"`] : [])].join(' ')}\` (bench/run.mjs) on ${meta.date}; the service ran as \`node ${serviceNodeFlags.join(' ')} dist/main.js\`. Full size: [benchmarks-full.md](benchmarks-full.md); small size: [benchmarks.md](benchmarks.md).`, '');
+  lines.push(`Generated by \`npm run bench -- ${['--size', args.size, ...(args.only ? ['--only', args.only] : []), ...(args.peer ? ['--peer', args.peer] : []), ...(args.replica ? ['--replica'] : args['read-url'] ? ['--read-url', '<replica>'] : []), ...(args.reuse ? ['--reuse'] : []), ...(args['node-flags'] !== undefined ? [`--node-flags="${args['node-flags']}"`] : [])].join(' ')}\` (bench/run.mjs) on ${meta.date}; the service ran as \`node ${serviceNodeFlags.join(' ')} dist/main.js\`. Full size: [benchmarks-full.md](benchmarks-full.md); small size: [benchmarks.md](benchmarks.md).`, '');
   lines.push('| machine | |', '|---|---|');
   for (const [k, v] of Object.entries(meta.machine)) lines.push(`| ${k} | ${v} |`);
   lines.push('');
@@ -749,7 +787,7 @@ function report(meta) {
     lines.push(
       `One random user of ${size.customers.toLocaleString('en')} per request (\`/v2/customers?applicationUsername=user-N\`), and the deep page \`${l.deep.url}\`. ` +
         `Bare server (bench/bare-server.mjs): node:http + pg, HS256 verified with node:crypto, the project's own SQL, summary and row functions, the same pool size. ` +
-        `${l.rounds} alternating rounds of ${size.seconds} s each after a 2 s warm-up of each; reads from ${l.replica ? 'the replica given by --read-url' : 'the primary'}` +
+        `${l.rounds} alternating rounds of ${size.seconds} s each after a 2 s warm-up of each; reads from ${args.replica ? 'a streaming standby of the primary the data was loaded into (started by --replica, waited for until it had replayed the load)' : l.replica ? 'the replica given by --read-url' : 'the primary'}` +
         `${l.reused ? ' (dataset reused from an earlier run, --reuse)' : ''}. Load average at the end: ${l.load}.`,
       '',
     );
@@ -819,7 +857,7 @@ try {
     memory: `${Math.round(os.totalmem() / 2 ** 30)} GiB`,
     node: process.version,
     postgres: (await (async () => { const c = new pg.Client({ connectionString: pgServer.url }); await c.connect(); const v = (await c.query('SHOW server_version')).rows[0].server_version; await c.end(); return v; })()),
-    'postgres mode': process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded-postgres',
+    'postgres mode': args.replica ? `a primary and a streaming standby (test/setup/replica-pair.mjs, ${process.env.DATABASE_URL ? "DATABASE_URL's server's" : "the embedded package's"} binaries)` : process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded-postgres',
     kafka: process.env.KAFKA_BROKERS ? `KAFKA_BROKERS=${process.env.KAFKA_BROKERS}` : 'Apache Kafka 4.3.1 (test/kafka/pom.xml), single node on loopback',
     'load generator': 'autocannon, same machine',
     'load average (1, 5, 15 min) at the start': os.loadavg().map((l) => l.toFixed(2)).join(', '),

@@ -34,10 +34,11 @@ export async function replicaBinaries(databaseUrl) {
 
 /**
  * Starts the primary and `standbys` standbys on free ports under `root` (which the `postgres` user
- * must be able to enter when we are root). Returns their URLs (database `postgres`) and stop().
+ * must be able to enter when we are root); `settings`: more postgresql.conf lines for every server
+ * (later lines win). Returns their URLs (database `postgres`) and stop().
  * On failure everything started so far is stopped before the error is thrown.
  */
-export async function startReplicaPair({ bindir, root, ports, standbys = 2 }) {
+export async function startReplicaPair({ bindir, root, ports, standbys = 2, settings: extra = [] }) {
   const dir = mkdtempSync(path.join(root, 'sr-replicas-'));
   chmodSync(dir, 0o755);
   const asPostgres = postgresUser();
@@ -78,6 +79,7 @@ export async function startReplicaPair({ bindir, root, ports, standbys = 2 }) {
         'full_page_writes = off',
         'shared_buffers = 32MB',
         'wal_receiver_status_interval = 1s',
+        ...extra,
       ].join('\n') + '\n';
     const urls = { primary: `postgres://postgres:${PASSWORD}@127.0.0.1:${ports[0]}/postgres`, standbys: [] };
     for (let i = 1; i <= standbys; i++) {
