@@ -10,7 +10,7 @@
 // summaries). Writes docs/benchmarks-consumer-scaling.md. PostgreSQL: DATABASE_URL or embedded;
 // Kafka: KAFKA_BROKERS or a broker started from Maven Central artifacts.
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,7 @@ import { dataSourceOptions } from '../dist/database/data-source-options.js';
 import { runMigrations } from '../dist/database/migrate.js';
 import { startEmbeddedPostgres } from '../dist/database/embedded-postgres.js';
 import { generateEvents } from '../dist/generate/generate-events.js';
+import { cpuSeconds, postgresCpu } from './proc.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({ options: { events: { type: 'string', default: '100000' }, partitions: { type: 'string', default: '6' } } });
@@ -38,48 +39,6 @@ const LAYOUTS = [
 ];
 const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
 const log = (...m) => console.error(`[scaling ${new Date().toISOString().slice(11, 19)}]`, ...m);
-/** USER_HZ: /proc counts CPU time in these ticks (100 on Linux, `getconf CLK_TCK`). */
-const TICK = 100;
-
-/** CPU seconds (user + system) of a process from /proc/<pid>/stat; 0 once it is gone. */
-function cpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICK;
-  } catch {
-    return 0;
-  }
-}
-/** Every process whose command is PostgreSQL's server (the postmaster and its backends). */
-function postgresPids() {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
-      } catch {
-        return false;
-      }
-    });
-}
-/** Sums CPU of PostgreSQL's processes between two calls, including backends that came and went in between (sampled). */
-function postgresCpu() {
-  const last = new Map();
-  const sample = () => {
-    for (const pid of postgresPids()) last.set(pid, cpuSeconds(pid));
-  };
-  const start = new Map();
-  sample();
-  for (const [pid, s] of last) start.set(pid, s);
-  const timer = setInterval(sample, 200);
-  return () => {
-    clearInterval(timer);
-    sample();
-    let total = 0;
-    for (const [pid, s] of last) total += s - (start.get(pid) ?? 0);
-    return total;
-  };
-}
 
 async function main() {
   let pgServer;
