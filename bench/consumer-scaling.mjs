@@ -127,7 +127,11 @@ async function main() {
     }
     const seconds = (performance.now() - t0) / 1000;
     const projected = end - first;
-    const serviceCpu = services.reduce((s, p, i) => s + cpuSeconds(p.pid) - serviceCpu0[i], 0);
+    const serviceCpu = services.reduce((s, p, i) => {
+      const now = cpuSeconds(p.pid);
+      if (now === undefined) throw new Error(`service instance ${i + 1} of layout ${n} exited before the topic was consumed`);
+      return s + now - serviceCpu0[i];
+    }, 0);
     const databaseCpu = pgCpu();
     const brokerCpu = broker ? cpuSeconds(broker.pid) - brokerCpu0 : NaN;
     await watcher.end();
