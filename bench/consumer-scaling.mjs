@@ -23,6 +23,7 @@ import { dataSourceOptions } from '../dist/database/data-source-options.js';
 import { runMigrations } from '../dist/database/migrate.js';
 import { startEmbeddedPostgres } from '../dist/database/embedded-postgres.js';
 import { generateEvents } from '../dist/generate/generate-events.js';
+import { sendEvents } from './clients.mjs';
 import { cpuSeconds, postgresCpu } from './proc.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -63,15 +64,7 @@ async function main() {
   await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }, { topic: `${topic}.dlq`, numPartitions: 1 }], waitForLeaders: true });
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
-  let batch = [];
-  for (const event of generateEvents({ seed: 42, events: EVENTS })) {
-    batch.push({ key: event.data.receiptId, value: JSON.stringify(event) });
-    if (batch.length === 5000) {
-      await producer.send({ topic, acks: -1, messages: batch });
-      batch = [];
-    }
-  }
-  if (batch.length) await producer.send({ topic, acks: -1, messages: batch });
+  await sendEvents(producer, topic, generateEvents({ seed: 42, events: EVENTS }));
   await producer.disconnect();
   const end = (await admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
   log(`${end} events in ${PARTITIONS} partitions of ${topic}`);

@@ -27,6 +27,7 @@ import { runMigrations } from '../dist/database/migrate.js';
 import { writeHeavySettings } from '../dist/database/embedded-postgres.js';
 import { generateEvents } from '../dist/generate/generate-events.js';
 import { mintToken } from '../dist/auth/mint-token.js';
+import { connectWhenReady, sendEvents } from './clients.mjs';
 import { cpuSeconds } from './proc.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -91,19 +92,8 @@ async function phase(n, { pair, brokers, topic, end, users, withLookups }) {
   await runMigrations(ds);
   const primary = new pg.Client({ connectionString: url });
   await primary.connect();
-  // the standby has the database once it has replayed its creation (a pg.Client connects once: a new one per try)
-  let standby;
-  for (let i = 0; !standby; i++) {
-    const client = new pg.Client({ connectionString: readUrl });
-    try {
-      await client.connect();
-      standby = client;
-    } catch (error) {
-      await client.end().catch(() => {});
-      if (i > 300) throw error;
-      await sleep(100);
-    }
-  }
+  // the standby has the database once it has replayed its creation
+  const standby = await connectWhenReady(readUrl);
   const storedSql = `SELECT coalesce(sum(next_offset), 0)::bigint AS n FROM read_model.projection_offsets WHERE topic = $1`;
   const stored = async (client) => Number((await client.query(storedSql, [topic])).rows[0].n);
 
@@ -246,17 +236,13 @@ async function main() {
     await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }, { topic: `${topic}.dlq`, numPartitions: 1 }], waitForLeaders: true });
     const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
-    let batch = [];
     const users = new Set();
-    for (const event of generateEvents({ seed: 42, events: EVENTS, order: 'time' })) {
-      if (event.appid === 'big-app' && event.data.applicationUsername) users.add(event.data.applicationUsername);
-      batch.push({ key: event.data.receiptId, value: JSON.stringify(event) });
-      if (batch.length === 5000) {
-        await producer.send({ topic, acks: -1, messages: batch });
-        batch = [];
+    await sendEvents(producer, topic, (function* () {
+      for (const event of generateEvents({ seed: 42, events: EVENTS, order: 'time' })) {
+        if (event.appid === 'big-app' && event.data.applicationUsername) users.add(event.data.applicationUsername);
+        yield event;
       }
-    }
-    if (batch.length) await producer.send({ topic, acks: -1, messages: batch });
+    })());
     await producer.disconnect();
     const end = (await admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
     await admin.disconnect();

@@ -30,6 +30,7 @@ import { CursorSigner, cursorKeySql } from '../dist/change-feed/signed-cursor.js
 import { decodeEvent } from '../dist/events/decode-event.js';
 import { transactionRow } from '../dist/projection/project-events.js';
 import { flatMessage, peerUnavailable, startConnect, TUNED } from './connect/peer.mjs';
+import { connectWhenReady } from './clients.mjs';
 import { cpuSeconds } from './proc.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -426,19 +427,8 @@ async function sideBySide(servers, connections, seconds, rounds, token, requests
 /** Waits until the replica at `readUrl` has replayed everything the primary (`ds`) has written so far. */
 async function replayed(ds, readUrl) {
   const [{ lsn }] = await ds.query(`SELECT pg_current_wal_lsn()::text AS lsn`);
-  // the standby has the database once it has replayed its creation (a pg.Client connects once: a new one per try)
-  let replica;
-  for (let i = 0; !replica; i++) {
-    const client = new pg.Client({ connectionString: readUrl });
-    try {
-      await client.connect();
-      replica = client;
-    } catch (error) {
-      await client.end().catch(() => {});
-      if (i > 600) throw error;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  // the standby has the database once it has replayed its creation
+  const replica = await connectWhenReady(readUrl, 600);
   try {
     for (let waited = 0; ; waited += 500) {
       const { rows } = await replica.query(`SELECT pg_is_in_recovery() AS standby, pg_last_wal_replay_lsn() >= $1::pg_lsn AS caught_up`, [lsn]);
