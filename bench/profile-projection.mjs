@@ -3,6 +3,9 @@
 // Generates the events with this checkout's generator (seed 42), drops and creates the database on
 // the PostgreSQL at 127.0.0.1:5432 (PROFILE_ADMIN_URL to choose another), migrates it with the given
 // checkout, and applies the events in 3000-event batches through that checkout's applyBatch.
+// PROFILE_SQL='…' runs after the migrations (what an index or a table setting costs: DROP INDEX,
+// ALTER TABLE … SET (fillfactor = …)).
+// At the end it prints how many row updates of each read-model table were HOT (no index written).
 const { default: pg } = await import(new URL('../node_modules/pg/lib/index.js', import.meta.url).href);
 const [repoArg, dbname, count = '60000'] = process.argv.slice(2);
 const repo = (await import('node:path')).resolve(repoArg);
@@ -19,6 +22,7 @@ await admin.query(`CREATE DATABASE ${dbname}`);
 await admin.end();
 const ds = await new DataSource(dataSourceOptions(Object.assign(new URL(ADMIN), { pathname: `/${dbname}` }).toString(), { poolSize: 4 })).initialize();
 await runMigrations(ds);
+if (process.env.PROFILE_SQL) await ds.query(process.env.PROFILE_SQL);
 // PROFILE_ORDER=time: as a store would send them, every customer's events interleaved in time order
 // (the generator writes one customer's whole history after another). Otherwise streamed, so runs of
 // millions of events fit in memory.
@@ -65,4 +69,8 @@ const length = i;
 const total = performance.now() - t0;
 console.log(`${repo}: ${length} events in ${(total / 1000).toFixed(1)} s = ${Math.round(length / (total / 1000))} ev/s`);
 for (const [k, [ms, n]] of [...times].sort((a, b) => b[1][0] - a[1][0]).slice(0, 14)) console.log(`${ms.toFixed(0).padStart(7)} ms ${String(n).padStart(4)}x  ${k}`);
+// a backend reports its table counts when idle for 10 s at the latest (PGSTAT_IDLE_INTERVAL)
+await new Promise((r) => setTimeout(r, 11_000));
+for (const r of await ds.query(`SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE schemaname = 'read_model' AND n_tup_upd > 0 ORDER BY relname`))
+  console.log(`${r.relname}: ${r.n_tup_ins} inserted, ${r.n_tup_upd} updated, ${r.n_tup_hot_upd} of them HOT`);
 await ds.destroy();
