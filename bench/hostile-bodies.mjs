@@ -162,8 +162,8 @@ ${ROUNDS} rounds through all kinds in turn; the median round is shown.
 ticks) over the run divided by the answers the service counted in its own metrics
 (\`subscription_records_http_request_duration_seconds_count\`; autocannon loses count when the
 service closes connections it is still writing to): it includes the HTTP parsing, routing, logging and
-the connection set-up of answers that close the connection. Machine: ${machine}, shared with other
-work (load average ${os.loadavg()[0].toFixed(1)} at the end of this run), so single rounds move by a millisecond or more.
+the connection set-up of answers that close the connection. Machine: ${machine} (load average ${os.loadavg()[0].toFixed(1)} at the end of
+this run; the load generator shares the two cores), so single rounds move by a millisecond or more.
 
 | body | bytes | answer | answered | CPU/request (ms), median | min-max of ${ROUNDS} rounds | of which kernel | latency p50 / p99 (ms) |
 |---|---:|---|---|---:|---:|---:|---:|
