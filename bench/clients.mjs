@@ -1,5 +1,8 @@
 // Connections and sends the benchmark scripts share.
 import pg from 'pg';
+// The service's filter of kafkajs's TimeoutNegativeWarning on Node 24+ (kafkajs#1751), for the
+// scripts' own producers and admins too.
+import '../dist/ingestion/kafka/kafka-client.js';
 
 /**
  * A client of `url` once the server takes it, e.g. a standby that has yet to replay the database's
