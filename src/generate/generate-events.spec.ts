@@ -55,4 +55,11 @@ describe('generateEvents', () => {
     const sameReceipt = (es: Record<string, unknown>[]) => es.filter((e, i) => i > 0 && (e.data as { receiptId: string }).receiptId === (es[i - 1].data as { receiptId: string }).receiptId).length;
     expect(sameReceipt(byTime)).toBeLessThan(sameReceipt(byCustomer) / 10);
   });
+
+  it('time order of a stream longer than it sorts at once: the same events and ids as one sort of the whole', () => {
+    const whole = [...generateEvents({ seed: 12, events: 6000, order: 'time' })];
+    // windows of ~700 and of ~150 events (40 passes over the stream)
+    expect([...generateEvents({ seed: 12, events: 6000, order: 'time', sortEvents: 700 })]).toEqual(whole);
+    expect([...generateEvents({ seed: 12, events: 6000, order: 'time', sortEvents: 150 })]).toEqual(whole);
+  });
 });

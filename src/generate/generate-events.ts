@@ -16,9 +16,14 @@ export type GenerateOptions = {
   /**
    * `customer` (default): one customer's whole history after another, ids `<seed>-<n>`. `time`: the
    * same events interleaved by event time with random UUIDv4 ids, as stores send them (one
-   * notification UUID per event, receipts scattered over every batch). Held in memory to sort.
+   * notification UUID per event, receipts scattered over every batch).
    */
   order?: 'customer' | 'time';
+  /**
+   * Time order holds at most about this many events in memory to sort them (default 1,000,000,
+   * ~1 GB of objects); a longer stream is generated again once per time window of that size.
+   */
+  sortEvents?: number;
 };
 
 const DAY = 86_400_000;
@@ -63,12 +68,39 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
   }
 }
 
+/**
+ * The customer-order stream sorted by time, stably (events of equal time keep their customer order).
+ * Ten million events do not fit in a default heap as objects, so a stream longer than `sortEvents`
+ * is read once for its times alone, cut into time windows of about that many events (equal times
+ * in one window), and generated again per window, keeping and sorting only that window's events:
+ * the same stream, ids included, as one sort of the whole.
+ */
 function* timeOrdered(o: GenerateOptions): Generator<Event> {
-  const events = [...generateEvents({ ...o, order: 'customer' })];
-  // Array.prototype.sort is stable: events of equal time keep their customer order.
-  events.sort((a, b) => (a.time === b.time ? 0 : (a.time as string) < (b.time as string) ? -1 : 1));
+  const customerOrder = () => generateEvents({ ...o, order: 'customer' });
+  const byTime = (a: Event, b: Event) => (a.time === b.time ? 0 : (a.time as string) < (b.time as string) ? -1 : 1);
   const rnd = mulberry32(o.seed ^ 0x5eed);
-  for (const e of events) yield { ...e, id: uuidV4(rnd) };
+  const limit = o.sortEvents ?? 1_000_000;
+  if (o.events <= limit) {
+    for (const e of [...customerOrder()].sort(byTime)) yield { ...e, id: uuidV4(rnd) };
+    return;
+  }
+  // toISOString times: their string order is their numeric order
+  const times = new Float64Array(o.events);
+  let n = 0;
+  for (const e of customerOrder()) times[n++] = Date.parse(e.time as string);
+  const sorted = times.subarray(0, n).slice().sort();
+  const cuts = [-Infinity];
+  for (let i = limit; i < n; i += limit) if (sorted[i] > cuts[cuts.length - 1]) cuts.push(sorted[i]);
+  cuts.push(Infinity);
+  for (let w = 0; w + 1 < cuts.length; w++) {
+    const window: Event[] = [];
+    let i = 0;
+    for (const e of customerOrder()) {
+      const time = times[i++];
+      if (time >= cuts[w] && time < cuts[w + 1]) window.push(e);
+    }
+    for (const e of window.sort(byTime)) yield { ...e, id: uuidV4(rnd) };
+  }
 }
 
 /** A random (version 4, RFC 9562) UUID drawn from `rnd`, so a seed still gives the same stream. */
