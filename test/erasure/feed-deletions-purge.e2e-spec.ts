@@ -1,5 +1,7 @@
 import { jest } from '@jest/globals';
+import { KEEP_FEED_DELETIONS_MS } from '../../src/change-feed/feed-retention.js';
 import { pruneDeliveries } from '../../src/webhooks/webhook-dispatcher.js';
+import { webhooksSql } from '../../src/webhooks/webhooks.sql.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { project, txEvent } from '../utils/events.js';
@@ -14,6 +16,7 @@ const APP = 'purge-app';
 const ANN = 'ann.purge@example.com';
 const BEN = 'ben.purge@example.com';
 const CY = 'cy.purge@example.com';
+const DEE = 'dee.purge@example.com';
 const day = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
 const erasure = (user: string, d: number) => ({ specversion: '1.0', id: `erase-${user}`, source: 'test', type: 'customer.erased', time: day(d), appid: APP, data: { applicationUsername: user } });
 const tx = (id: string, user: string, d: number) =>
@@ -70,5 +73,36 @@ describe('purge of change-feed deletion entries (e2e: real PostgreSQL, the feed 
     // pruning again changes nothing
     await pruneDeliveries(db.dataSource);
     expect((await page(after.cursor)).status).toBe(200);
+  });
+
+  it('given a purge that commits while a page is being read, then the cursor is refused, never served that page without the purged entry', async () => {
+    await project(db.dataSource, [tx('d', DEE, 4)]);
+    const client = await sync('0'); // holds dee
+    await project(db.dataSource, [erasure(DEE, 12)]);
+    await db.dataSource.query(`UPDATE public.feed_deletions SET deleted_at = now() - interval '31 days' WHERE row_key = $1`, [DEE]);
+
+    // The service's purge, in a transaction that first locks the entries' table, so the page read
+    // waits on it and runs once the purge has committed.
+    const purge = db.dataSource.createQueryRunner();
+    await purge.connect();
+    try {
+      await purge.startTransaction();
+      await purge.query('LOCK TABLE public.feed_deletions IN ACCESS EXCLUSIVE MODE');
+      await purge.query(webhooksSql.pruneFeedDeletions, [KEEP_FEED_DELETIONS_MS]);
+      const answer = page(client.cursor);
+      const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%public.feed_deletions d%' AND query LIKE '%read_model.customers%'`;
+      for (let i = 0; (await db.dataSource.query(waiting))[0].n === 0; i++) {
+        if (i === 500) throw new Error('the page read never waited on the purge');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await purge.commitTransaction();
+      const refused = await answer;
+      expect({ status: refused.status, body: refused.body }).toMatchObject({ status: 400, body: { parameter: 'changedAfter', detail: expect.stringContaining('restart from changedAfter=0') } });
+    } finally {
+      if (purge.isTransactionActive) await purge.rollbackTransaction();
+      await purge.release();
+    }
+    expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.feed_deletions WHERE row_key = $1`, [DEE]))[0].n).toBe(0);
   });
 });

@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { onPool, readChanges } from '../../change-feed/read-changes.js';
 import { cursorSigner, type CursorSigner } from '../../change-feed/signed-cursor.js';
-import { feedOrigin, refuseIfPurged } from '../../change-feed/feed-deletions.js';
+import { feedOrigin, readUnlessPurged } from '../../change-feed/feed-deletions.js';
 import { Clock } from '../../common/clock.js';
 import type { Page } from '../../common/paging.js';
 import { preparedQuery } from '../../database/prepared.js';
@@ -34,11 +34,12 @@ export class ListCustomerChangesHandler implements IQueryHandler<ListCustomerCha
     const after = this.cursors.verify('customers', query.appId, query.after);
     const db = this.reads.pick();
     const origin = await feedOrigin(db, query.after, after);
-    await refuseIfPurged(db, query.after, after);
-    const [[{ total }], page] = await Promise.all([
-      preparedQuery<{ total: string }>(db, 'customers-total', customerTotalSql, [query.appId]),
-      readChanges<CustomerRow>(onPool(db), 'customers', CUSTOMER_COLUMNS, query.appId, after, query.limit, origin ?? '0'),
-    ]);
+    const [[{ total }], page] = await readUnlessPurged(db, query.after, after, () =>
+      Promise.all([
+        preparedQuery<{ total: string }>(db, 'customers-total', customerTotalSql, [query.appId]),
+        readChanges<CustomerRow>(onPool(db), 'customers', CUSTOMER_COLUMNS, query.appId, after, query.limit, origin ?? '0'),
+      ]),
+    );
     const next = this.cursors.issue('customers', query.appId, { ...page.last, origin });
     const now = this.clock.now();
     const rows = page.rows.map((row, i) => (page.deleted[i] ? deletionEntry(page.positions[i].key) : toSummaries([row], now)[0]));

@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { onPool, readChanges } from '../../change-feed/read-changes.js';
 import { cursorSigner, type CursorSigner } from '../../change-feed/signed-cursor.js';
-import { feedOrigin, refuseIfPurged } from '../../change-feed/feed-deletions.js';
+import { feedOrigin, readUnlessPurged } from '../../change-feed/feed-deletions.js';
 import type { Page } from '../../common/paging.js';
 import { preparedQuery } from '../../database/prepared.js';
 import { ReadReplicas } from '../../database/read-replicas.js';
@@ -32,11 +32,12 @@ export class ListTransactionChangesHandler implements IQueryHandler<ListTransact
     const after = this.cursors.verify('transactions', query.appId, query.after);
     const db = this.reads.pick();
     const origin = await feedOrigin(db, query.after, after);
-    await refuseIfPurged(db, query.after, after);
-    const [[{ total }], page] = await Promise.all([
-      preparedQuery<{ total: string }>(db, 'transactions-total', transactionTotalSql, [query.appId]),
-      readChanges<TransactionRow>(onPool(db), 'transactions', TRANSACTION_COLUMNS, query.appId, after, query.limit, origin ?? '0'),
-    ]);
+    const [[{ total }], page] = await readUnlessPurged(db, query.after, after, () =>
+      Promise.all([
+        preparedQuery<{ total: string }>(db, 'transactions-total', transactionTotalSql, [query.appId]),
+        readChanges<TransactionRow>(onPool(db), 'transactions', TRANSACTION_COLUMNS, query.appId, after, query.limit, origin ?? '0'),
+      ]),
+    );
     const next = this.cursors.issue('transactions', query.appId, { ...page.last, origin });
     const rows = page.rows.map((row, i) => (page.deleted[i] ? transactionDeletionEntry(page.positions[i].key) : toView(row)));
     return { rows, paging: { skip: 0, limit: query.limit, total: Number(total), next } };
