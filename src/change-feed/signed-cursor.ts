@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { InvalidParameterError } from '../common/errors.js';
 import { FEED_START, type ChangeCursor } from './change-cursor.js';
@@ -40,8 +40,12 @@ export const notACursor = (parameter = 'changedAfter') =>
   );
 
 export class CursorSigner {
-  constructor(private readonly key: Buffer) {
+  /** A KeyObject, made once: given bytes, createHmac makes one per call, most of an HMAC's cost (bench/notes.md, "HMAC keys"). */
+  private readonly key: KeyObject;
+
+  constructor(key: Buffer) {
     if (key.length < 32) throw new Error('the change-feed cursor key must be at least 32 bytes');
+    this.key = createSecretKey(key);
   }
 
   /** The cursor standing after `c` in the `feed` listing of `appId`. The same input gives the same cursor. */

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 
 type Query = { query: (sql: string, params?: unknown[]) => Promise<unknown> };
 
@@ -18,7 +18,19 @@ export const isRedacted = (username: string) => REDACTED.test(username);
 export function erasureHash(key: Buffer, appId: string, username: string): string {
   const redacted = REDACTED.exec(username);
   if (redacted) return redacted[1];
-  return createHmac('sha256', key).update(appId, 'utf8').update(Buffer.from([0])).update(username, 'utf8').digest('hex');
+  return createHmac('sha256', secretKey(key)).update(appId, 'utf8').update(Buffer.from([0])).update(username, 'utf8').digest('hex');
+}
+
+const secretKeys = new WeakMap<Buffer, KeyObject>();
+
+/**
+ * The key as a KeyObject, made once: given bytes, createHmac makes one on every call, most of a
+ * hash's cost (bench/notes.md, "HMAC keys"); the projection hashes every username of a batch.
+ */
+function secretKey(key: Buffer): KeyObject {
+  let made = secretKeys.get(key);
+  if (made === undefined) secretKeys.set(key, (made = createSecretKey(key)));
+  return made;
 }
 
 const keys = new WeakMap<object, Promise<Buffer>>();
