@@ -1,5 +1,5 @@
 import { decodeEvent } from '../events/decode-event.js';
-import { generateEvents } from './generate-events.js';
+import { generateEvents, sortedByTime } from './generate-events.js';
 
 const take = (seed: number, events: number) => [...generateEvents({ seed, events })];
 
@@ -61,5 +61,22 @@ describe('generateEvents', () => {
     // windows of ~700 and of ~150 events (40 passes over the stream)
     expect([...generateEvents({ seed: 12, events: 6000, order: 'time', sortEvents: 700 })]).toEqual(whole);
     expect([...generateEvents({ seed: 12, events: 6000, order: 'time', sortEvents: 150 })]).toEqual(whole);
+  });
+
+  it('sorts in windows as one stable sort does, also where many events share a time across a window edge', () => {
+    // 3 distinct times over 40 events: every window edge falls among equal times
+    const times = ['2025-01-01T00:00:02.000Z', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:01.000Z'];
+    const events = Array.from({ length: 40 }, (_, seq) => ({ seq, time: times[(seq * 7) % 3] }));
+    // written out, not computed: times in order, equal times in their source order
+    const expected = [
+      ...events.filter((e) => e.time === times[1]),
+      ...events.filter((e) => e.time === times[2]),
+      ...events.filter((e) => e.time === times[0]),
+    ].map((e) => e.seq);
+    for (const limit of [1, 2, 5, 13, 39, 40, 1000]) {
+      expect([...sortedByTime(() => events, events.length, limit)].map((e) => e.seq)).toEqual(expected);
+    }
+    expect(() => [...sortedByTime(() => events, events.length, 0)]).toThrow('sortEvents must be a positive integer, not 0');
+    expect(() => [...sortedByTime(() => events, events.length, 0.5)]).toThrow(RangeError);
   });
 });

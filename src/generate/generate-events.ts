@@ -20,7 +20,7 @@ export type GenerateOptions = {
    */
   order?: 'customer' | 'time';
   /**
-   * Time order holds at most about this many events in memory to sort them (default 1,000,000,
+   * Time order holds about this many events in memory to sort them (default 1,000,000,
    * ~1 GB of objects); a longer stream is generated again once per time window of that size.
    */
   sortEvents?: number;
@@ -76,30 +76,38 @@ export function* generateEvents(o: GenerateOptions): Generator<Event> {
  * the same stream, ids included, as one sort of the whole.
  */
 function* timeOrdered(o: GenerateOptions): Generator<Event> {
-  const customerOrder = () => generateEvents({ ...o, order: 'customer' });
-  const byTime = (a: Event, b: Event) => (a.time === b.time ? 0 : (a.time as string) < (b.time as string) ? -1 : 1);
   const rnd = mulberry32(o.seed ^ 0x5eed);
-  const limit = o.sortEvents ?? 1_000_000;
-  if (o.events <= limit) {
-    for (const e of [...customerOrder()].sort(byTime)) yield { ...e, id: uuidV4(rnd) };
+  const customerOrder = () => generateEvents({ ...o, order: 'customer' });
+  for (const e of sortedByTime(customerOrder, o.events, o.sortEvents ?? 1_000_000)) yield { ...e, id: uuidV4(rnd) };
+}
+
+/**
+ * The events of `source()` (at most `count`, the same on every call) sorted stably by their `time`
+ * (toISOString form, whose string order is the numeric order), holding about `limit` of them at a time.
+ */
+export function* sortedByTime(source: () => Iterable<Event>, count: number, limit: number): Generator<Event> {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`sortEvents must be a positive integer, not ${limit}`);
+  const byTime = (a: Event, b: Event) => (a.time === b.time ? 0 : (a.time as string) < (b.time as string) ? -1 : 1);
+  if (count <= limit) {
+    yield* [...source()].sort(byTime);
     return;
   }
-  // toISOString times: their string order is their numeric order
-  const times = new Float64Array(o.events);
+  const times = new Float64Array(count);
   let n = 0;
-  for (const e of customerOrder()) times[n++] = Date.parse(e.time as string);
+  for (const e of source()) times[n++] = Date.parse(e.time as string);
   const sorted = times.subarray(0, n).slice().sort();
+  // each cut is an event's time, so events of equal time always fall in one window
   const cuts = [-Infinity];
   for (let i = limit; i < n; i += limit) if (sorted[i] > cuts[cuts.length - 1]) cuts.push(sorted[i]);
   cuts.push(Infinity);
   for (let w = 0; w + 1 < cuts.length; w++) {
     const window: Event[] = [];
     let i = 0;
-    for (const e of customerOrder()) {
+    for (const e of source()) {
       const time = times[i++];
       if (time >= cuts[w] && time < cuts[w + 1]) window.push(e);
     }
-    for (const e of window.sort(byTime)) yield { ...e, id: uuidV4(rnd) };
+    yield* window.sort(byTime);
   }
 }
 
