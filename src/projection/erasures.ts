@@ -3,6 +3,7 @@
 // an event naming username U dated at or before U's latest erasure names no one. Its link still
 // competes for the receipt (by its version, as any link), but a winning erased link leaves the
 // receipt without owner; it makes no sighting. U is listed again only from an event dated after.
+import type { KeyObject } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { erasureHash, erasureKey } from '../customers/erase-customer/erasure-hash.js';
 import type { PurchaseEvent } from '../events/purchase-event.js';
@@ -26,7 +27,7 @@ const k2 = (a: string, b: string) => `${a}\u0000${b}`;
 export async function erasuresFor(m: Manager, schema: string, events: readonly PurchaseEvent[]): Promise<{ isErased: IsErased; erasures: BatchErasure[] }> {
   const named = new Map<string, { app_id: string; name: string }>();
   const erasures: BatchErasure[] = [];
-  let key: Buffer | undefined;
+  let key: KeyObject | undefined;
   const hash = async (app: string, name: string) => erasureHash((key ??= await erasureKey(m.connection, m)), app, name);
   for (const e of events) {
     if (e.type === 'customer.erased') {

@@ -15,34 +15,24 @@ export const isRedacted = (username: string) => REDACTED.test(username);
  * lower-case hex. A redacted username (`erased:<hash>`) stands for its own hash. The SQL function
  * public.erasure_hash computes the same (a unit test and erasure.int-spec check they agree).
  */
-export function erasureHash(key: Buffer, appId: string, username: string): string {
+export function erasureHash(key: KeyObject, appId: string, username: string): string {
   const redacted = REDACTED.exec(username);
   if (redacted) return redacted[1];
-  return createHmac('sha256', secretKey(key)).update(appId, 'utf8').update(Buffer.from([0])).update(username, 'utf8').digest('hex');
+  return createHmac('sha256', key).update(appId, 'utf8').update(Buffer.from([0])).update(username, 'utf8').digest('hex');
 }
 
-const secretKeys = new WeakMap<Buffer, KeyObject>();
-
-/**
- * The key as a KeyObject, made once: given bytes, createHmac makes one on every call, most of a
- * hash's cost (bench/notes.md, "HMAC keys"); the projection hashes every username of a batch.
- */
-function secretKey(key: Buffer): KeyObject {
-  let made = secretKeys.get(key);
-  if (made === undefined) secretKeys.set(key, (made = createSecretKey(key)));
-  return made;
-}
-
-const keys = new WeakMap<object, Promise<Buffer>>();
+const keys = new WeakMap<object, Promise<KeyObject>>();
 
 /**
  * The key, read once per connection pool (it never changes: made once by the migration). `via` runs
  * the read: inside a transaction, pass its manager, so the read needs no second pooled connection.
+ * A KeyObject: given bytes, createHmac makes one on every call, most of a hash's cost (bench/notes.md,
+ * "HMAC keys"); the projection hashes every username of a batch.
  */
-export function erasureKey(db: object & Query, via: Query = db): Promise<Buffer> {
+export function erasureKey(db: object & Query, via: Query = db): Promise<KeyObject> {
   let key = keys.get(db);
   if (key === undefined) {
-    key = via.query('SELECT key FROM public.erasure_key').then((rows) => (rows as { key: Buffer }[])[0].key);
+    key = via.query('SELECT key FROM public.erasure_key').then((rows) => createSecretKey((rows as { key: Buffer }[])[0].key));
     key.catch(() => keys.delete(db));
     keys.set(db, key);
   }
