@@ -816,7 +816,8 @@ function report(meta) {
     const i = results.ingest;
     lines.push(`## Ingest from Kafka (${i.events.toLocaleString('en')} generated events, 6 partitions)`, '');
     lines.push('| measure | value | target |', '|---|---|---|');
-    lines.push(`| projection, Kafka → PostgreSQL (one consumer) | ${i.eventsPerSecond.toLocaleString('en')} events/s | ≥ 50,000: ${ok(i.eventsPerSecond >= 50000)} |`);
+    // issue 26 withdrew the absolute goals (50k events/s, 2× the sink, a 3-minute rebuild): the rate is judged against the sink in time order
+    lines.push(`| projection, Kafka → PostgreSQL (one consumer), customer order | ${i.eventsPerSecond.toLocaleString('en')} events/s | |`);
     // too short a run to sample both ends (a handful of 100 ms samples): no row
     if (i.early.eventsPerSecond && i.late.eventsPerSecond) {
       const ratio = i.late.eventsPerSecond / i.early.eventsPerSecond;
@@ -828,10 +829,12 @@ function report(meta) {
     if (p?.skipped) lines.push(`| peer: Kafka Connect + Debezium JDBC sink | skipped: ${p.skipped} | |`);
     else if (p) {
       lines.push(`| peer: Kafka Connect 4.3.1 + Debezium JDBC sink 3.5.0, tuned (${Object.entries(TUNED).map(([k, v]) => `${k}=${v}`).join(', ')}) | ${p.eventsPerSecond.toLocaleString('en')} events/s (${p.events.toLocaleString('en')} transaction.updated as flat rows, ${p.rows.toLocaleString('en')} rows upserted; first commit after ${p.startSeconds.toFixed(1)} s; max RSS ${p.rssMb} MB) | |`);
-      lines.push(`| this service against the peer | ${(i.eventsPerSecond / p.eventsPerSecond).toFixed(2)}× | > 1× (aim 2×): ${ok(i.eventsPerSecond > p.eventsPerSecond)} |`);
+      lines.push(`| this service against the peer, customer order | ${(i.eventsPerSecond / p.eventsPerSecond).toFixed(2)}× | |`);
+      const time = results.orders.time;
+      if (time) lines.push(`| this service against the peer, time order with random ids (${time.eventsPerSecond.toLocaleString('en')} events/s, "Ingest in two orders" below) | ${(time.eventsPerSecond / p.eventsPerSecond).toFixed(2)}× | ≥ 0.9× (aim 1×): ${ok(time.eventsPerSecond >= 0.9 * p.eventsPerSecond)} |`);
     }
     lines.push(`| consumer RSS while draining the backlog | max ${i.consumerRssMb} MB | bounded |`);
-    lines.push(`| rebuild of ${i.rebuild.events.toLocaleString('en')} events | ${i.rebuild.seconds.toFixed(1)} s (${i.rebuild.eventsPerSecond.toLocaleString('en')} events/s); 10M events ≈ ${i.rebuild.extrapolated10MMinutes} min | ≤ 3 min: ${ok(i.rebuild.extrapolated10MMinutes <= 3)} |`);
+    lines.push(`| rebuild of ${i.rebuild.events.toLocaleString('en')} events | ${i.rebuild.seconds.toFixed(1)} s (${i.rebuild.eventsPerSecond.toLocaleString('en')} events/s); 10M events ≈ ${i.rebuild.extrapolated10MMinutes} min | ≤ 5 min: ${ok(i.rebuild.extrapolated10MMinutes <= 5)} |`);
     if (p && !p.skipped) {
       lines.push('', 'Per event, this service: decode and validate the CloudEvent, merge the snapshot into its transaction row (newest wins), file it on its day (day counts), link its receipt, and refresh the summary of every customer it touches; receipt.linked events too, and dead letters. The peer: one upsert of a ready-made flat row by (app_id, transaction_id), for transaction.updated only; no dedupe by id, no newest-wins, no receipts, customers, counts or summaries.', '');
       lines.push('| measure | value | target |', '|---|---|---|');
