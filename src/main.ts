@@ -43,7 +43,7 @@ async function main(): Promise<void> {
     'subscription records service started',
   );
   // Graceful stop: refuse new connections, let in-flight requests and the projection batch finish
-  // (consumers commit in onApplicationShutdown), release the database, then exit 0.
+  // (consumers commit in beforeApplicationShutdown), release the database, then exit 0.
   let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {

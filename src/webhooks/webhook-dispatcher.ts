@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -28,7 +28,7 @@ export async function pruneDeliveries(db: DataSource): Promise<void> {
  * for each endpoint, then sends what is due. Instances share the work through PostgreSQL.
  */
 @Injectable()
-export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
+export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('webhooks');
   private readonly sender: WebhookSender;
   private running = false;
@@ -52,7 +52,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     this.loop = this.run();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before Nest's onApplicationShutdown hooks, which close the database pool under a delivery in flight. */
+  async beforeApplicationShutdown(): Promise<void> {
     this.running = false;
     this.wake?.();
     await this.loop;

@@ -18,12 +18,8 @@ describe('graceful shutdown (e2e, the built service against a real broker)', () 
     await db?.drop();
   });
 
-  it('on SIGTERM mid-ingest, finishes the batch in flight, commits it to PostgreSQL and Kafka, and exits 0', async () => {
-    const topic = uniqueTopic('sigterm');
-    const groupId = `g-${topic}`;
-    await createTopic(topic, 3);
-    await produce(topic, toBuffers(scenarioEvents({ seed: 91, customers: 1500 })));
-    const service = startService({
+  async function startConsuming(topic: string, groupId: string) {
+    return startService({
       DATABASE_URL: db.url,
       PORT: String(await freePort()),
       KAFKA_BROKERS: kafkaBrokers(),
@@ -32,28 +28,76 @@ describe('graceful shutdown (e2e, the built service against a real broker)', () 
       KAFKA_SESSION_TIMEOUT_MS: '6000',
       KAFKA_MAX_BYTES_PER_PARTITION: '8192', // many small batches, so one is in flight when the signal comes
     });
-    await expectEventually(async () => {
-      const [{ n }] = await db.dataSource.query(`SELECT coalesce(sum(next_offset), 0)::int AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
-      expect(n).toBeGreaterThan(0);
-    }, 60_000, 20);
+  }
 
-    expect(await service.kill('SIGTERM')).toBe(0);
+  /** A fresh topic of 1500 customers' events, in 3 partitions. */
+  async function backlogTopic(seed: number) {
+    const topic = uniqueTopic('sigterm');
+    await createTopic(topic, 3);
+    await produce(topic, toBuffers(scenarioEvents({ seed, customers: 1500 })));
+    return { topic, groupId: `g-${topic}` };
+  }
 
+  async function storedTotal(topic: string, query: (sql: string, params: unknown[]) => Promise<{ n: number }[]> = (q, p) => db.dataSource.query(q, p)): Promise<number> {
+    const [{ n }] = await query(`SELECT coalesce(sum(next_offset), 0)::int AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
+    return n;
+  }
+
+  /** Every batch the database committed was also committed to Kafka before the process exited. */
+  async function expectKafkaAgrees(topic: string, groupId: string): Promise<void> {
     const stored: { partition: number; next_offset: string }[] = await db.dataSource.query(
-      `SELECT partition, next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`,
+      // (a partition with nothing projected has no Kafka commit either)
+      `SELECT partition, next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1 AND next_offset > 0 ORDER BY partition`,
       [topic],
     );
     const admin = testKafka().admin();
     await admin.connect();
+    expect(stored.length).toBeGreaterThan(0);
     try {
       const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
       const kafka = new Map(committed.partitions.map((p) => [p.partition, p.offset]));
-      // every batch the database committed was also committed to Kafka before the process exited
-      for (const s of stored) expect(kafka.get(s.partition)).toBe(s.next_offset);
+      expect(Object.fromEntries(stored.map((s) => [s.partition, kafka.get(s.partition)]))).toEqual(Object.fromEntries(stored.map((s) => [s.partition, s.next_offset])));
       const end = (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
       expect(stored.reduce((sum, s) => sum + Number(s.next_offset), 0)).toBeLessThan(end); // it really stopped mid-stream
     } finally {
       await admin.disconnect();
     }
+  }
+
+  it('on SIGTERM mid-ingest, finishes the batch in flight, commits it to PostgreSQL and Kafka, and exits 0', async () => {
+    const { topic, groupId } = await backlogTopic(91);
+    const service = await startConsuming(topic, groupId);
+    await expectEventually(async () => expect(await storedTotal(topic)).toBeGreaterThan(0), 60_000, 20);
+    expect(await service.kill('SIGTERM')).toBe(0);
+    await expectKafkaAgrees(topic, groupId);
+  });
+
+  it('on SIGTERM while batches wait on PostgreSQL, commits them to PostgreSQL and then to Kafka before leaving the group', async () => {
+    const { topic, groupId } = await backlogTopic(92);
+    // The partitions' offset rows, made and held before the service starts, keep its first batches
+    // waiting inside their transactions, inside kafkajs' eachBatch.
+    await db.dataSource.query(`INSERT INTO read_model.projection_offsets (topic, partition, next_offset) SELECT $1, p, 0 FROM generate_series(0, 2) p`, [topic]);
+    const blocker = db.dataSource.createQueryRunner();
+    await blocker.connect();
+    let service: Awaited<ReturnType<typeof startConsuming>> | undefined;
+    try {
+      await blocker.startTransaction();
+      await blocker.query(`SELECT partition FROM read_model.projection_offsets WHERE topic = $1 FOR UPDATE`, [topic]);
+      service = await startConsuming(topic, groupId);
+      await expectEventually(async () => {
+        // (not on the blocker's connection: inside a transaction, pg_stat_activity is read once)
+        const [{ waiting }] = await db.dataSource.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+        expect(waiting).toBeGreaterThan(0);
+      }, 60_000, 20);
+      const exited = service.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 1_000)); // the shutdown is under way while the batches wait
+      await blocker.commitTransaction();
+      expect(await exited).toBe(0);
+    } finally {
+      await blocker.release();
+      await service?.kill();
+    }
+    expect(await storedTotal(topic)).toBeGreaterThan(0); // the waiting batches were finished, not dropped
+    await expectKafkaAgrees(topic, groupId);
   });
 });

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, BeforeApplicationShutdown, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
@@ -29,7 +29,7 @@ const BATCH_BYTES = 8 * 1024 * 1024;
  * notification be missed while reconnecting).
  */
 @Injectable()
-export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
+export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicationShutdown, ConsumerStatus {
   private readonly logger = new Logger('event-log-consumer');
   private readonly catchUp = new CatchUpLog((line) => this.logger.log(line));
   private status: 'starting' | 'running' | 'retrying' | 'blocked' | 'stopped' = 'stopped';
@@ -80,7 +80,13 @@ export class EventLogConsumer implements OnApplicationBootstrap, OnApplicationSh
     this.loop = this.run();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before Nest's onApplicationShutdown hooks, which stop the database under a batch in flight. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stop();
+  }
+
+  /** Stops consuming once the batch in flight has committed. */
+  async stop(): Promise<void> {
     this.stopping = true;
     this.wake?.();
     await this.loop;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Partitioners, type Admin, type Consumer, type EachBatchPayload, type Kafka, type Producer } from 'kafkajs';
 import { DataSource } from 'typeorm';
@@ -41,7 +41,7 @@ const BLOCKED_RECHECK_MS = 5_000;
  * itself after any crash (kafkajs' own restart is off, so topics are ensured on every start).
  */
 @Injectable()
-export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplicationShutdown, ConsumerStatus {
+export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeApplicationShutdown, ConsumerStatus {
   private readonly logger = new Logger('kafka-consumer');
   private readonly catchUp = new CatchUpLog((line) => this.logger.log(line));
   private readonly settings: KafkaSettings;
@@ -76,6 +76,8 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   /** Bumped whenever partitions are placed anew (assignment, restart): held work from before is void. */
   private placement = 0;
   private draining?: Promise<void>;
+  /** Batches inside kafkajs' eachBatch: awaited on stop, before kafkajs stops committing offsets. */
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -119,11 +121,18 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
     void this.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before Nest's onApplicationShutdown hooks, which close the database pool under a batch in flight. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stop();
+  }
+
+  /** Stops consuming once the batches in flight have committed, to PostgreSQL and then to Kafka. */
+  async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.restartTimer);
     clearInterval(this.ticker);
-    // disconnect() waits for the batch in flight to finish and commit.
+    // kafkajs drops offset commits (silently) once its disconnect has begun: let the batches finish first.
+    await Promise.allSettled(this.inFlight);
     await this.disconnect();
   }
 
@@ -177,7 +186,15 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
         eachBatchAutoResolve: false,
         // While one partition's batch waits on PostgreSQL, another's is fetched and decoded.
         partitionsConsumedConcurrently: this.settings.partitionsConcurrency,
-        eachBatch: (payload) => this.onBatch(consumer, payload),
+        eachBatch: async (payload) => {
+          const batch = this.onBatch(consumer, payload);
+          this.inFlight.add(batch);
+          try {
+            await batch;
+          } finally {
+            this.inFlight.delete(batch);
+          }
+        },
       });
       this.started = true;
       this.restarts = 0;
@@ -312,7 +329,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, OnApplic
   }
 
   private async onBatch(consumer: Consumer, { batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload): Promise<void> {
-    if (batch.messages.length === 0 || !isRunning() || isStale() || this.blocked.has(batch.partition) || this.held.has(batch.partition)) return;
+    if (batch.messages.length === 0 || this.stopping || !isRunning() || isStale() || this.blocked.has(batch.partition) || this.held.has(batch.partition)) return;
     // The log now ends before what was projected: the topic was recreated or truncated under us
     // (kafkajs would otherwise reset the fetch position and the stored offset would hide new events).
     const expected = this.nextOffsets.get(batch.partition);

@@ -225,11 +225,11 @@ export class Rebuilder {
     if (this.config.kafka) {
       const consumer = new KafkaProjectionConsumer(this.config, this.db, projector, target);
       await consumer.start();
-      return { consumer, stop: () => consumer.onApplicationShutdown() };
+      return { consumer, stop: () => consumer.stop() };
     }
     const consumer = new EventLogConsumer(this.config, this.server, this.db, projector, target);
     consumer.onApplicationBootstrap();
-    return { consumer, stop: () => consumer.onApplicationShutdown() };
+    return { consumer, stop: () => consumer.stop() };
   }
 
   private async offsets(schema: string): Promise<Offsets> {

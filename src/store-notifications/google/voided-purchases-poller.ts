@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash } from 'node:crypto';
 import { DataSource } from 'typeorm';
@@ -21,7 +21,7 @@ const OVERLAP_MS = 10 * 60_000;
  * in public.import_checkpoint, so a restart continues from there (within Google's 30 days).
  */
 @Injectable()
-export class VoidedPurchasesPoller implements OnApplicationBootstrap, OnApplicationShutdown {
+export class VoidedPurchasesPoller implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('google-voided-poller');
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
@@ -49,7 +49,8 @@ export class VoidedPurchasesPoller implements OnApplicationBootstrap, OnApplicat
     tick();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before Nest's onApplicationShutdown hooks, which close the database pool under a poll in flight. */
+  async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
     this.abort.abort();
     await this.running;
