@@ -113,6 +113,7 @@ async function startReplicas(runId) {
   process.env.TEST_REPLICA_PRIMARY_URL = pair.primary;
   process.env.TEST_REPLICA_STANDBY_URLS = pair.standbys.join(',');
   process.env.TEST_REPLICA_TEMPLATE = template;
+  process.env.TEST_REPLICA_DIR = pair.dir; // server logs, for a failing test's report
 }
 
 export function withDatabase(url, database) {

@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { HIGH_WATER } from '../../src/change-feed/change-positions.sql.js';
@@ -21,6 +23,22 @@ async function one<T>(url: string, sql: string): Promise<T> {
   } finally {
     await client.end();
   }
+}
+
+/** Why a standby has not replayed up to `lsn`: its receiver, its replay, the primary's sender, its log's tail. */
+async function replicationReport(primary: string, standby: string, index: number, lsn: string): Promise<string> {
+  const ask = (url: string, sql: string) => one<unknown>(url, sql).then((row) => JSON.stringify(row), (error: Error) => `(${error.message})`);
+  const log = path.join(process.env.TEST_REPLICA_DIR ?? '', `standby${index + 1}`, 'server.log');
+  const tail = existsSync(log) ? readFileSync(log, 'utf8').split('\n').slice(-40).join('\n') : `(no ${log})`;
+  return [
+    `standby ${index}, waiting for ${lsn}:`,
+    await ask(standby, `SELECT pg_last_wal_receive_lsn()::text AS received, pg_last_wal_replay_lsn()::text AS replayed, pg_get_wal_replay_pause_state() AS pause, pg_last_xact_replay_timestamp()::text AS last_replayed_commit`),
+    await ask(standby, `SELECT status, flushed_lsn::text, latest_end_lsn::text, last_msg_receipt_time::text FROM pg_stat_wal_receiver`),
+    await ask(standby, `SELECT json_agg(json_build_object('pid', pid, 'type', backend_type, 'datname', datname, 'state', state, 'wait', wait_event_type || ':' || wait_event, 'xact_start', xact_start::text, 'query', left(query, 80))) AS backends FROM pg_stat_activity WHERE backend_type IN ('client backend', 'startup', 'walreceiver')`),
+    await ask(primary, `SELECT json_agg(json_build_object('name', application_name, 'state', state, 'sent', sent_lsn::text, 'flushed', flush_lsn::text, 'replayed', replay_lsn::text)) AS senders FROM pg_stat_replication`),
+    `${log}:`,
+    tail,
+  ].join('\n');
 }
 
 export type ReplicatedDatabase = {
@@ -58,13 +76,17 @@ export async function createReplicatedDatabase(label: string): Promise<Replicate
   };
   const caughtUp = async () => {
     const { lsn } = await one<{ lsn: string }>(admin, 'SELECT pg_current_wal_lsn()::text AS lsn');
+    let behind = -1;
     await expectEventually(async () => {
       for (const [i, standby] of standbyAdmins.entries()) {
         if (paused.has(i)) continue;
+        behind = i;
         const { replayed } = await one<{ replayed: boolean }>(standby, `SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS replayed`);
         expect({ standby: i, replayed }).toEqual({ standby: i, replayed: true });
       }
-    }, 30_000, 20);
+    }, 30_000, 20).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${await replicationReport(admin, standbyAdmins[behind], behind, lsn)}`);
+    });
   };
   await caughtUp();
   const dataSource = await new DataSource(dataSourceOptions(withDatabase(admin, name), { poolSize: 6, applicationName: 'test' })).initialize();
