@@ -64,6 +64,11 @@ export type ApplyOptions = {
    * dead letters are handled as on the live path.
    */
   stage?: boolean;
+  /**
+   * Aborted when the consumer stops and cannot wait for the batch any longer: the batch's connection
+   * is terminated and its transaction rolls back.
+   */
+  signal?: AbortSignal;
 };
 
 /** Identifies the message projected last in a partition, so a rewritten log is recognised on resume. */
@@ -171,7 +176,27 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
       deadLetters,
     };
   };
-  return db.transaction(run);
+  return db.transaction(async (m) => {
+    const release = terminateOnAbort(db, m, options.signal);
+    try {
+      return await run(m);
+    } finally {
+      release();
+    }
+  });
+}
+
+/**
+ * On `signal`, ends the transaction's connection from another one: a statement waiting on a lock,
+ * or a transaction between statements, is not reached by a cancel.
+ */
+function terminateOnAbort(db: DataSource, m: EntityManager, signal: AbortSignal | undefined): () => void {
+  const pid = (m.queryRunner as unknown as { databaseConnection?: { processID?: number } } | undefined)?.databaseConnection?.processID;
+  if (!signal || pid === undefined) return () => undefined;
+  const terminate = () => void db.query('SELECT pg_terminate_backend($1)', [pid]).catch(() => undefined);
+  if (signal.aborted) terminate();
+  else signal.addEventListener('abort', terminate, { once: true });
+  return () => signal.removeEventListener('abort', terminate);
 }
 
 const key2 = (a: string, b: string) => `${a}\u0000${b}`;

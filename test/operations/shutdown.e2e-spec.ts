@@ -18,16 +18,19 @@ describe('graceful shutdown (e2e, the built service against a real broker)', () 
     await db?.drop();
   });
 
-  async function startConsuming(topic: string, groupId: string) {
-    return startService({
+  async function startConsuming(topic: string, groupId: string, env: Record<string, string> = {}) {
+    const port = await freePort();
+    const service = startService({
       DATABASE_URL: db.url,
-      PORT: String(await freePort()),
+      PORT: String(port),
       KAFKA_BROKERS: kafkaBrokers(),
       KAFKA_TOPIC: topic,
       KAFKA_GROUP_ID: groupId,
       KAFKA_SESSION_TIMEOUT_MS: '6000',
       KAFKA_MAX_BYTES_PER_PARTITION: '8192', // many small batches, so one is in flight when the signal comes
+      ...env,
     });
+    return Object.assign(service, { port });
   }
 
   /** A fresh topic of 1500 customers' events, in 3 partitions. */
@@ -72,32 +75,72 @@ describe('graceful shutdown (e2e, the built service against a real broker)', () 
     await expectKafkaAgrees(topic, groupId);
   });
 
-  it('on SIGTERM while batches wait on PostgreSQL, commits them to PostgreSQL and then to Kafka before leaving the group', async () => {
-    const { topic, groupId } = await backlogTopic(92);
-    // The partitions' offset rows, made and held before the service starts, keep its first batches
-    // waiting inside their transactions, inside kafkajs' eachBatch.
+  /** The partitions' offset rows, made and held before the service starts: its first batches wait inside their transactions, inside kafkajs' eachBatch. */
+  async function startBehindLock(seed: number) {
+    const { topic, groupId } = await backlogTopic(seed);
     await db.dataSource.query(`INSERT INTO read_model.projection_offsets (topic, partition, next_offset) SELECT $1, p, 0 FROM generate_series(0, 2) p`, [topic]);
     const blocker = db.dataSource.createQueryRunner();
     await blocker.connect();
-    let service: Awaited<ReturnType<typeof startConsuming>> | undefined;
+    await blocker.startTransaction();
+    await blocker.query(`SELECT partition FROM read_model.projection_offsets WHERE topic = $1 FOR UPDATE`, [topic]);
+    // A batch waiting on a lock sends no heartbeats: a session long enough that the group keeps it.
+    const service = await startConsuming(topic, groupId, { KAFKA_SESSION_TIMEOUT_MS: '60000' });
+    await expectEventually(async () => {
+      // (not on the blocker's connection: inside a transaction, pg_stat_activity is read once)
+      const [{ waiting }] = await db.dataSource.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      expect(waiting).toBeGreaterThan(0);
+    }, 60_000, 20);
+    return {
+      topic,
+      groupId,
+      service,
+      blocker,
+      /** Resolves once the shutdown has reached the consumer (it still answers HTTP then). */
+      async consumerStopped() {
+        const ready = `http://127.0.0.1:${service.port}/health/ready`;
+        await expectEventually(async () => expect((await (await fetch(ready)).json()).checks?.details?.consumer?.state).toBe('stopped'), 20_000, 20);
+      },
+      async release() {
+        if (blocker.isTransactionActive) await blocker.rollbackTransaction();
+        await blocker.release();
+        await service.kill();
+      },
+    };
+  }
+
+  it('on SIGTERM while batches wait on PostgreSQL, commits them to PostgreSQL and then to Kafka before leaving the group', async () => {
+    const run = await startBehindLock(92);
     try {
-      await blocker.startTransaction();
-      await blocker.query(`SELECT partition FROM read_model.projection_offsets WHERE topic = $1 FOR UPDATE`, [topic]);
-      service = await startConsuming(topic, groupId);
-      await expectEventually(async () => {
-        // (not on the blocker's connection: inside a transaction, pg_stat_activity is read once)
-        const [{ waiting }] = await db.dataSource.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-        expect(waiting).toBeGreaterThan(0);
-      }, 60_000, 20);
-      const exited = service.kill('SIGTERM');
-      await new Promise((r) => setTimeout(r, 1_000)); // the shutdown is under way while the batches wait
-      await blocker.commitTransaction();
+      const exited = run.service.kill('SIGTERM');
+      await run.consumerStopped();
+      await new Promise((r) => setTimeout(r, 500));
+      await run.blocker.commitTransaction();
       expect(await exited).toBe(0);
     } finally {
-      await blocker.release();
-      await service?.kill();
+      await run.release();
     }
-    expect(await storedTotal(topic)).toBeGreaterThan(0); // the waiting batches were finished, not dropped
-    await expectKafkaAgrees(topic, groupId);
+    expect(await storedTotal(run.topic)).toBeGreaterThan(0); // the waiting batches were finished, not dropped
+    await expectKafkaAgrees(run.topic, run.groupId);
+  });
+
+  it('on SIGTERM while a batch waits on PostgreSQL for longer than 15 s, ends its transaction, commits nothing of it anywhere and exits 0', async () => {
+    const run = await startBehindLock(93);
+    const started = Date.now();
+    try {
+      expect(await run.service.kill('SIGTERM')).toBe(0);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(15_000);
+      expect(run.service.output()).toContain('batches still in flight after 15 s');
+    } finally {
+      await run.release();
+    }
+    expect(await storedTotal(run.topic)).toBe(0);
+    const admin = testKafka().admin();
+    await admin.connect();
+    try {
+      const [committed] = await admin.fetchOffsets({ groupId: run.groupId, topics: [run.topic] });
+      expect(committed.partitions.map((p) => p.offset)).toEqual(['-1', '-1', '-1']);
+    } finally {
+      await admin.disconnect();
+    }
   });
 });

@@ -32,6 +32,8 @@ const CRASH_BUDGET = 5;
 const CRASH_WINDOW_MS = 5 * 60_000;
 const TICK_MS = 1_000;
 const BLOCKED_RECHECK_MS = 5_000;
+/** How long stop() waits for batches in flight: half of main.ts's 30 s shutdown bound. */
+const STOP_WAIT_MS = 15_000;
 
 /**
  * The live projection from Kafka. Offsets of record live in the read-model database, written in the
@@ -78,6 +80,8 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
   private draining?: Promise<void>;
   /** Batches inside kafkajs' eachBatch: awaited on stop, before kafkajs stops committing offsets. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Aborted by a stop that has waited long enough: the batches' transactions are ended. */
+  private readonly abortBatches = new AbortController();
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -131,9 +135,26 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
     this.stopping = true;
     clearTimeout(this.restartTimer);
     clearInterval(this.ticker);
-    // kafkajs drops offset commits (silently) once its disconnect has begun: let the batches finish first.
-    await Promise.allSettled(this.inFlight);
+    // kafkajs drops offset commits (silently) once its disconnect has begun: let the batches finish
+    // first, within a bound (a batch may wait on a lock, Kafka may be away) that leaves the rest of
+    // the shutdown its time. Past it the offsets of record are still right: they are in PostgreSQL.
+    if (!(await this.batchesDone(STOP_WAIT_MS))) {
+      this.logger.warn({ batches: this.inFlight.size, msg: `batches still in flight after ${STOP_WAIT_MS / 1000} s; ending their transactions (nothing of them is committed)` });
+      // kafkajs' disconnect waits for eachBatch to return.
+      this.abortBatches.abort();
+      await this.batchesDone(STOP_WAIT_MS / 3);
+    }
     await this.disconnect();
+  }
+
+  private async batchesDone(withinMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const done = await Promise.race([
+      Promise.allSettled(this.inFlight).then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), withinMs))),
+    ]);
+    clearTimeout(timer);
+    return done;
   }
 
   private async disconnect(): Promise<void> {
@@ -196,6 +217,11 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
           }
         },
       });
+      // stop() came while this start was under way: its disconnect may have missed this consumer.
+      if (this.stopping) {
+        await this.disconnect();
+        return;
+      }
       this.started = true;
       this.restarts = 0;
       contact();
@@ -378,6 +404,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
     for (let start = 0; start < messages.length; ) {
       let end = start;
       while (end < messages.length && !tooLarge(messages[end])) end++;
+      if (start > 0 && !control.shouldContinue()) return undefined;
       if (end > start) {
         outcome = await this.applyBatch(consumer, partition, messages.slice(start, end), logEnd, control);
       } else {
@@ -412,6 +439,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
       outcome = await this.projector.apply({ topic: this.settings.topic, partition, messages }, control, {
         schema: this.target.schema,
         stage: this.target.stage,
+        signal: this.abortBatches.signal,
         beforeCommit: (deadLetters) => this.publishDeadLetters(deadLetters),
       });
       failpoint('after-db-commit');
