@@ -2,18 +2,18 @@ import type { OnModuleInit } from '@nestjs/common';
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { onPool, readChanges } from '../../change-feed/read-changes.js';
+import { readFeedPage, type Feed } from '../../change-feed/feed-page.js';
 import { cursorSigner, type CursorSigner } from '../../change-feed/signed-cursor.js';
-import { feedOrigin, readUnlessPurged } from '../../change-feed/feed-deletions.js';
 import { Clock } from '../../common/clock.js';
 import type { Page } from '../../common/paging.js';
-import { preparedQuery } from '../../database/prepared.js';
 import { ReadReplicas } from '../../database/read-replicas.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { toSummaries } from '../list-customers/list-customers.handler.js';
 import { CUSTOMER_COLUMNS, type CustomerRow } from '../list-customers/list-customers.sql.js';
 import { ListCustomerChangesQuery } from './list-customer-changes.query.js';
 import { customerTotalSql } from './list-customer-changes.sql.js';
+
+const CUSTOMERS_FEED: Feed = { table: 'customers', columns: CUSTOMER_COLUMNS, totalSql: customerTotalSql };
 
 @QueryHandler(ListCustomerChangesQuery)
 export class ListCustomerChangesHandler implements IQueryHandler<ListCustomerChangesQuery>, OnModuleInit {
@@ -31,19 +31,10 @@ export class ListCustomerChangesHandler implements IQueryHandler<ListCustomerCha
   }
 
   async execute(query: ListCustomerChangesQuery): Promise<Page<CustomerSummary>> {
-    const after = this.cursors.verify('customers', query.appId, query.after);
-    const db = this.reads.pick();
-    const origin = await feedOrigin(db, query.after, after);
-    const [[{ total }], page] = await readUnlessPurged(db, query.after, after, () =>
-      Promise.all([
-        preparedQuery<{ total: string }>(db, 'customers-total', customerTotalSql, [query.appId]),
-        readChanges<CustomerRow>(onPool(db), 'customers', CUSTOMER_COLUMNS, query.appId, after, query.limit, origin ?? '0'),
-      ]),
-    );
-    const next = this.cursors.issue('customers', query.appId, { ...page.last, origin });
+    const { page, total, next } = await readFeedPage<CustomerRow>(this.reads.pick(), this.cursors, CUSTOMERS_FEED, query.appId, query.after, query.limit);
     const now = this.clock.now();
     const rows = page.rows.map((row, i) => (page.deleted[i] ? deletionEntry(page.positions[i].key) : toSummaries([row], now)[0]));
-    return { rows, paging: { skip: 0, limit: query.limit, total: Number(total), next } };
+    return { rows, paging: { skip: 0, limit: query.limit, total, next } };
   }
 }
 

@@ -2,17 +2,17 @@ import type { OnModuleInit } from '@nestjs/common';
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { onPool, readChanges } from '../../change-feed/read-changes.js';
+import { readFeedPage, type Feed } from '../../change-feed/feed-page.js';
 import { cursorSigner, type CursorSigner } from '../../change-feed/signed-cursor.js';
-import { feedOrigin, readUnlessPurged } from '../../change-feed/feed-deletions.js';
 import type { Page } from '../../common/paging.js';
-import { preparedQuery } from '../../database/prepared.js';
 import { ReadReplicas } from '../../database/read-replicas.js';
 import { toView } from '../list-transactions/list-transactions.handler.js';
 import { TRANSACTION_COLUMNS, type TransactionRow } from '../list-transactions/list-transactions.sql.js';
 import type { TransactionView } from '../transaction.schema.js';
 import { ListTransactionChangesQuery } from './list-transaction-changes.query.js';
 import { transactionTotalSql } from './list-transaction-changes.sql.js';
+
+const TRANSACTIONS_FEED: Feed = { table: 'transactions', columns: TRANSACTION_COLUMNS, totalSql: transactionTotalSql };
 
 @QueryHandler(ListTransactionChangesQuery)
 export class ListTransactionChangesHandler implements IQueryHandler<ListTransactionChangesQuery>, OnModuleInit {
@@ -29,18 +29,9 @@ export class ListTransactionChangesHandler implements IQueryHandler<ListTransact
   }
 
   async execute(query: ListTransactionChangesQuery): Promise<Page<TransactionView>> {
-    const after = this.cursors.verify('transactions', query.appId, query.after);
-    const db = this.reads.pick();
-    const origin = await feedOrigin(db, query.after, after);
-    const [[{ total }], page] = await readUnlessPurged(db, query.after, after, () =>
-      Promise.all([
-        preparedQuery<{ total: string }>(db, 'transactions-total', transactionTotalSql, [query.appId]),
-        readChanges<TransactionRow>(onPool(db), 'transactions', TRANSACTION_COLUMNS, query.appId, after, query.limit, origin ?? '0'),
-      ]),
-    );
-    const next = this.cursors.issue('transactions', query.appId, { ...page.last, origin });
+    const { page, total, next } = await readFeedPage<TransactionRow>(this.reads.pick(), this.cursors, TRANSACTIONS_FEED, query.appId, query.after, query.limit);
     const rows = page.rows.map((row, i) => (page.deleted[i] ? transactionDeletionEntry(page.positions[i].key) : toView(row)));
-    return { rows, paging: { skip: 0, limit: query.limit, total: Number(total), next } };
+    return { rows, paging: { skip: 0, limit: query.limit, total, next } };
   }
 }
 
