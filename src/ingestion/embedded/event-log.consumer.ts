@@ -11,6 +11,7 @@ import type { ConsumerHealth, ConsumerStatus } from '../../health/consumer-statu
 import { describePosition, positionProblem } from '../positions/log-positions.js';
 import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector } from '../projector.js';
+import { settlesWithin, STOP_WAIT_MS } from '../stop-wait.js';
 import { deadLetterTooLarge } from '../dead-letter-too-large.js';
 import { PROJECTION_OBSERVER, type ProjectionObserver } from '../projection-observer.js';
 import { CatchUpLog } from '../catch-up-log.js';
@@ -37,6 +38,8 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
   private reported?: string;
   private stopping = false;
   private loop?: Promise<void>;
+  /** Aborted by a stop that has waited long enough: the batch's transaction is ended. */
+  private readonly abortBatch = new AbortController();
   private listener?: pg.Client;
   private wake?: () => void;
 
@@ -59,6 +62,7 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
   }
 
   health(): ConsumerHealth {
+    if (this.stopping) return { state: 'stopped' };
     if (this.status === 'starting') return { state: 'connecting', reason: 'starting' };
     if (this.status === 'blocked' || this.status === 'retrying') return { state: this.status, reason: this.reason };
     return (this.status === 'running' ? this.projector.health() : undefined) ?? { state: this.status };
@@ -85,11 +89,18 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
     await this.stop();
   }
 
-  /** Stops consuming once the batch in flight has committed. */
+  /**
+   * Stops consuming once the batch in flight has committed; one still unfinished after 15 s (waiting
+   * on a lock) has its transaction ended instead, and is projected again on the next start.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake?.();
-    await this.loop;
+    if (!(await settlesWithin(this.loop, STOP_WAIT_MS))) {
+      this.logger.warn({ msg: `the batch in flight is unfinished after ${STOP_WAIT_MS / 1000} s; ending its transaction (nothing of it is committed)` });
+      this.abortBatch.abort();
+      if (!(await settlesWithin(this.loop, STOP_WAIT_MS / 3))) this.logger.error({ msg: 'the batch in flight did not end with its transaction; stopping without it' });
+    }
     await this.listener?.end().catch(() => undefined);
     this.status = 'stopped';
   }
@@ -127,7 +138,7 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
           continue;
         }
         if (messages.length > 0) {
-          await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping }, { schema, stage: this.target.stage });
+          await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping }, { schema, stage: this.target.stage, signal: this.abortBatch.signal });
           const next = BigInt(messages.at(-1)!.offset) + 1n;
           // the log's end only matters while there is more to read: a batch that reached it is caught up
           this.catchUp.batchApplied(EMBEDDED_PARTITION, messages.length, next, read?.more ? (await eventLogBounds(this.db, topic)).high : next);

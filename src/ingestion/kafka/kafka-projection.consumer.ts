@@ -9,6 +9,7 @@ import type { BatchOutcome, DeadLetter, LogMessage } from '../../projection/appl
 import { describePosition, positionProblem, type PartitionPosition } from '../positions/log-positions.js';
 import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector, type RetryControl } from '../projector.js';
+import { settlesWithin, STOP_WAIT_MS } from '../stop-wait.js';
 import { backoffMs } from '../failure-policy.js';
 import { createKafka, dlqTopic } from './kafka-client.js';
 import { fitDeadLetter } from './dead-letter-message.js';
@@ -32,8 +33,6 @@ const CRASH_BUDGET = 5;
 const CRASH_WINDOW_MS = 5 * 60_000;
 const TICK_MS = 1_000;
 const BLOCKED_RECHECK_MS = 5_000;
-/** How long stop() waits for batches in flight: half of main.ts's 30 s shutdown bound. */
-const STOP_WAIT_MS = 15_000;
 
 /**
  * The live projection from Kafka. Offsets of record live in the read-model database, written in the
@@ -138,23 +137,13 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
     // kafkajs drops offset commits (silently) once its disconnect has begun: let the batches finish
     // first, within a bound (a batch may wait on a lock, Kafka may be away) that leaves the rest of
     // the shutdown its time. Past it the offsets of record are still right: they are in PostgreSQL.
-    if (!(await this.batchesDone(STOP_WAIT_MS))) {
+    if (!(await settlesWithin(Promise.allSettled(this.inFlight), STOP_WAIT_MS))) {
       this.logger.warn({ batches: this.inFlight.size, msg: `batches still in flight after ${STOP_WAIT_MS / 1000} s; ending their transactions (nothing of them is committed)` });
       // kafkajs' disconnect waits for eachBatch to return.
       this.abortBatches.abort();
-      await this.batchesDone(STOP_WAIT_MS / 3);
+      if (!(await settlesWithin(Promise.allSettled(this.inFlight), STOP_WAIT_MS / 3))) this.logger.error({ msg: 'batches in flight did not end with their transactions; disconnecting (kafkajs waits for them)' });
     }
     await this.disconnect();
-  }
-
-  private async batchesDone(withinMs: number): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const done = await Promise.race([
-      Promise.allSettled(this.inFlight).then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), withinMs))),
-    ]);
-    clearTimeout(timer);
-    return done;
   }
 
   private async disconnect(): Promise<void> {
