@@ -13,6 +13,8 @@ import { countRows } from '../utils/read-models.js';
 // lock table (max_locks_per_transaction = 64, shared by every session of the server).
 
 const PARTITIONS = 4;
+/** One round of full fetches per unit of ABUSE_SCALE (`npm run test:abuse`: 20); ~4-5 s each here. */
+const ROUNDS = Number(process.env.ABUSE_SCALE ?? 1);
 const DAY = 86_400_000;
 
 /** Kafka's default partitioner keys by receipt; any stable hash spreads receipts the same way. */
@@ -90,7 +92,7 @@ describe('locks per batch (integration, real PostgreSQL with its default lock ta
     // PostgreSQL's default; a server configured with more would hide the overflow
     expect((await pool.query('SHOW max_locks_per_transaction'))[0].max_locks_per_transaction).toBe('64');
     const maxBytes = loadConfig({ KAFKA_BROKERS: '127.0.0.1:9092' }).kafka!.maxBytesPerPartition;
-    const rounds = Number(process.env.ABUSE_SCALE ?? 1);
+    const rounds = ROUNDS;
     const perPartition = fetches(timeOrderedStream(10_000 * PARTITIONS * rounds, Date.UTC(2026, 10, 20)), maxBytes, rounds);
     // the premise: thousands of events per fetch, nearly every one another receipt
     for (const batch of perPartition.flat()) {
@@ -122,5 +124,5 @@ describe('locks per batch (integration, real PostgreSQL with its default lock ta
     // the receipt locks and the live-projection lock
     expect(mostAdvisory).toBeGreaterThan(0);
     expect(mostAdvisory).toBeLessThanOrEqual(64 + 1);
-  });
+  }, Math.max(60_000, ROUNDS * 15_000));
 });
