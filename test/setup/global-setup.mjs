@@ -103,6 +103,9 @@ async function startReplicas(runId) {
     bindir: await replicaBinaries(process.env.DATABASE_URL),
     root: process.env.TMPDIR,
     ports: await freePorts(3),
+    // Tests pause replay at arbitrary records: paused just after an autovacuum truncation's
+    // AccessExclusiveLock, a standby would block every read of that table until resumed.
+    settings: ['autovacuum = off'],
   });
   globalThis.__testReplicas = pair;
   const template = `sr_replica_template_${runId}`;
