@@ -11,7 +11,7 @@ import type { ConsumerHealth, ConsumerStatus } from '../../health/consumer-statu
 import { describePosition, positionProblem } from '../positions/log-positions.js';
 import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector } from '../projector.js';
-import { settlesWithin, STOP_WAIT_MS } from '../stop-wait.js';
+import { finishOrEndBatches } from '../stop-wait.js';
 import { deadLetterTooLarge } from '../dead-letter-too-large.js';
 import { PROJECTION_OBSERVER, type ProjectionObserver } from '../projection-observer.js';
 import { CatchUpLog } from '../catch-up-log.js';
@@ -96,11 +96,7 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake?.();
-    if (!(await settlesWithin(this.loop, STOP_WAIT_MS))) {
-      this.logger.warn({ msg: `the batch in flight is unfinished after ${STOP_WAIT_MS / 1000} s; ending its transaction (nothing of it is committed)` });
-      this.abortBatch.abort();
-      if (!(await settlesWithin(this.loop, STOP_WAIT_MS / 3))) this.logger.error({ msg: 'the batch in flight did not end with its transaction; stopping without it' });
-    }
+    await finishOrEndBatches(() => this.loop, this.abortBatch, this.logger);
     await this.listener?.end().catch(() => undefined);
     this.status = 'stopped';
   }

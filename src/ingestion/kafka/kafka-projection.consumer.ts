@@ -9,7 +9,7 @@ import type { BatchOutcome, DeadLetter, LogMessage } from '../../projection/appl
 import { describePosition, positionProblem, type PartitionPosition } from '../positions/log-positions.js';
 import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector, type RetryControl } from '../projector.js';
-import { settlesWithin, STOP_WAIT_MS } from '../stop-wait.js';
+import { finishOrEndBatches } from '../stop-wait.js';
 import { backoffMs } from '../failure-policy.js';
 import { createKafka, dlqTopic } from './kafka-client.js';
 import { fitDeadLetter } from './dead-letter-message.js';
@@ -137,12 +137,8 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
     // kafkajs drops offset commits (silently) once its disconnect has begun: let the batches finish
     // first, within a bound (a batch may wait on a lock, Kafka may be away) that leaves the rest of
     // the shutdown its time. Past it the offsets of record are still right: they are in PostgreSQL.
-    if (!(await settlesWithin(Promise.allSettled(this.inFlight), STOP_WAIT_MS))) {
-      this.logger.warn({ batches: this.inFlight.size, msg: `batches still in flight after ${STOP_WAIT_MS / 1000} s; ending their transactions (nothing of them is committed)` });
-      // kafkajs' disconnect waits for eachBatch to return.
-      this.abortBatches.abort();
-      if (!(await settlesWithin(Promise.allSettled(this.inFlight), STOP_WAIT_MS / 3))) this.logger.error({ msg: 'batches in flight did not end with their transactions; disconnecting (kafkajs waits for them)' });
-    }
+    // (kafkajs' own disconnect waits for eachBatch to return, ended or not.)
+    await finishOrEndBatches(() => Promise.allSettled(this.inFlight), this.abortBatches, this.logger);
     await this.disconnect();
   }
 
