@@ -25,4 +25,4 @@ EXPOSE 3000
 # Ready means: PostgreSQL answers, migrations ran, the consumer is running (docs/operations.md).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/health/ready`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "--max-old-space-size=160", "--max-semi-space-size=16", "dist/main.js"]
+CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=32", "dist/main.js"]

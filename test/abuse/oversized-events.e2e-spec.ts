@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { txEvent } from '../utils/events.js';
 import { expectEventually } from '../utils/expect-eventually.js';
 import { kafkaBrokers, readAll, testKafka, uniqueTopic, waitUntilCaughtUp } from '../utils/kafka.js';
-import { serviceEnv, startService, type ServiceProcess } from '../utils/processes.js';
+import { deployedNodeFlags, serviceEnv, startService, type ServiceProcess } from '../utils/processes.js';
 
 jest.setTimeout(300_000);
 
@@ -40,7 +40,7 @@ const paddedEvent = (app: string, n: number, bytes: number) => {
  */
 function publishWithPeakRss(file: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string; maxRssMb: number }> {
   return new Promise((resolve, reject) => {
-    const node = ['--max-old-space-size=160', '--max-semi-space-size=16', '--import', path.join(root, 'test/utils/report-max-rss.mjs')];
+    const node = [...deployedNodeFlags(), '--import', path.join(root, 'test/utils/report-max-rss.mjs')];
     const child = spawn(process.execPath, [...node, path.join(root, 'dist/cli.js'), 'publish', file], {
       env: serviceEnv(env),
       cwd: root,
@@ -135,7 +135,7 @@ describe('oversized events on the embedded log (e2e: the built CLI and service, 
     beforeAll(async () => {
       port = await freePort();
       // the service as deployed: the Dockerfile's heap flags
-      service = startService({ DATABASE_URL: db.url, PORT: String(port), KAFKA_TOPIC: topic, NODE_OPTIONS: '--max-old-space-size=160 --max-semi-space-size=16' });
+      service = startService({ DATABASE_URL: db.url, PORT: String(port), KAFKA_TOPIC: topic, NODE_OPTIONS: deployedNodeFlags().join(' ') });
     });
     afterAll(async () => {
       await service?.kill('SIGTERM');

