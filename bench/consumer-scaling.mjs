@@ -25,6 +25,7 @@ import { startEmbeddedPostgres } from '../dist/database/embedded-postgres.js';
 import { generateEvents } from '../dist/generate/generate-events.js';
 import { sendEvents } from './clients.mjs';
 import { cpuSeconds, postgresCpu } from './proc.mjs';
+import { SERVICE_NODE_FLAGS } from './service-flags.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({ options: { events: { type: 'string', default: '100000' }, partitions: { type: 'string', default: '6' } } });
@@ -86,7 +87,7 @@ async function main() {
     const services = [];
     for (let i = 0; i < layout.instances; i++) {
       services.push(
-        spawn(process.execPath, ['--max-old-space-size=160', '--max-semi-space-size=16', path.join(root, 'dist/main.js')], {
+        spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(root, 'dist/main.js')], {
           env: {
             PATH: process.env.PATH, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET: SECRET, DATABASE_URL: url, PORT: String(await freePort()),
             KAFKA_BROKERS: brokers, KAFKA_TOPIC: topic, KAFKA_GROUP_ID: group, KAFKA_PARTITIONS_CONCURRENCY: String(layout.concurrency),

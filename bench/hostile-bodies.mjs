@@ -17,6 +17,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createAppleTestCa, signAppleJws } from '../dist/store-notifications/apple/apple-test-ca.js';
 import { freePort } from '../test/kafka/broker.mjs';
+import { SERVICE_NODE_FLAGS } from './service-flags.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '500' }, rounds: { type: 'string', default: '3' }, only: { type: 'string' }, out: { type: 'string', default: 'docs/benchmarks-hostile-input.md' } } });
@@ -68,7 +69,7 @@ async function main() {
   await new Promise((r) => jwks.listen(0, '127.0.0.1', r));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const service = spawn(process.execPath, ['--max-old-space-size=160', '--max-semi-space-size=16', path.join(root, 'dist/main.js')], {
+  const service = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(root, 'dist/main.js')], {
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'development',

@@ -32,6 +32,7 @@ import { transactionRow } from '../dist/projection/project-events.js';
 import { flatMessage, peerUnavailable, startConnect, TUNED } from './connect/peer.mjs';
 import { connectWhenReady } from './clients.mjs';
 import { cpuSeconds } from './proc.mjs';
+import { SERVICE_NODE_FLAGS } from './service-flags.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -60,8 +61,6 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '4' },
   },
 });
-/** What production runs the service with: package.json `start:prod` and the Dockerfile's CMD. */
-const SERVICE_NODE_FLAGS = ['--max-old-space-size=192', '--max-semi-space-size=32'];
 const serviceNodeFlags = args['node-flags'] === undefined ? SERVICE_NODE_FLAGS : args['node-flags'].split(/\s+/).filter(Boolean);
 const SIZES = {
   small: { transactions: 1_000_000, customers: 100_000, ingestEvents: 200_000, seconds: 5, visibleSeconds: 15 },
@@ -414,7 +413,8 @@ async function sideBySide(servers, connections, seconds, rounds, token, requests
   for (const [, url] of servers) await cannon(url, connections, WARM_UP_SECONDS, token, {}, requests);
   for (let round = 0; round < rounds; round++) {
     // Whichever goes first in a round meets the pages the other's round left cold: the order alternates.
-    for (const [name, url, pid] of round % 2 === 0 ? servers : [...servers].reverse()) {
+    const order = round % 2 === 0 ? servers : [...servers].reverse();
+    for (const [name, url, pid] of order) {
       const cpu0 = cpuMs(pid);
       const r = await cannon(url, connections, seconds, token, {}, requests);
       const o = out[name];
@@ -424,7 +424,7 @@ async function sideBySide(servers, connections, seconds, rounds, token, requests
       o.p99s.push(r.latency.p99);
       o.p50s.push(r.latency.p50);
       o.errors += r.non2xx + r.errors + r.timeouts;
-      o.rounds.push(`${Math.round(r.requests.total / r.duration)} req/s, p99 ${r.latency.p99} ms`);
+      o.rounds.push(`${Math.round(r.requests.total / r.duration)} req/s, p99 ${r.latency.p99} ms${order[0][0] === name ? ' (first)' : ''}`);
     }
   }
   const mean = (xs) => Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 10) / 10;
@@ -475,6 +475,8 @@ async function lookupBenchmarks(adminUrl) {
   const deep = `/v2/transactions?skip=${Math.floor(size.transactions / 2)}&limit=100`;
   await same(deep);
   const rounds = Number(args.rounds);
+  // an even count: each server goes first in half the rounds
+  if (!Number.isInteger(rounds) || rounds < 2 || rounds % 2 !== 0) throw new Error(`--rounds must be an even number of at least 2, not ${args.rounds}`);
   const stopRss = sampleRss(ours.pid);
   log(`lookup, 50 connections, ${rounds} alternating rounds of ${size.seconds} s`);
   const none = { service: { rps: NaN, p99: NaN, rounds: [] }, bare: { rps: NaN, p99: NaN, rounds: [] } };

@@ -29,7 +29,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ EVENT_MAX_BYTES: '2000000' }).eventMaxBytes).toBe(2_000_000);
     expect(loadConfig({ KAFKA_MAX_MESSAGE_BYTES: '3000000' })).toMatchObject({ eventMaxBytes: 3_000_000, warnings: [] });
     expect(loadConfig({ EVENT_MAX_BYTES: '2000000', KAFKA_MAX_MESSAGE_BYTES: '3000000' }).eventMaxBytes).toBe(2_000_000);
-    // the service's heap (160 MB) must hold a message of this size while it is decoded
+    // the service's heap (192 MB old space) must hold a message of this size while it is decoded
     expect(() => loadConfig({ EVENT_MAX_BYTES: String(16 * 1024 * 1024 + 1) })).toThrow(/EVENT_MAX_BYTES must not be greater than 16777216/);
     expect(() => loadConfig({ KAFKA_MAX_MESSAGE_BYTES: '100' })).toThrow(/KAFKA_MAX_MESSAGE_BYTES must not be less than 4096/);
   });

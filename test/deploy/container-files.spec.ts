@@ -27,8 +27,15 @@ describe('Dockerfile and docker-compose.yml', () => {
     expect(scripts.cli).toBe(`node ${flags.join(' ')} dist/cli.js`);
     expect(scripts.start).toBe(`nest start --exec "node ${flags.join(' ')}"`);
     // the benchmarks measure the service as deployed
-    expect(read('bench/run.mjs')).toContain(`const SERVICE_NODE_FLAGS = [${flags.map((f) => `'${f}'`).join(', ')}];`);
+    expect(read('bench/service-flags.mjs')).toContain(`export const SERVICE_NODE_FLAGS = [${flags.map((f) => `'${f}'`).join(', ')}];`);
+    // and what the docs tell an operator the service runs with
+    const given = `node ${flags.join(' ')} dist/`;
+    for (const file of ['README.md', 'docs/deployment.md', 'deploy/kubernetes/api.yaml']) expect(read(file)).toContain(given);
     expect(read('docs/deployment.md')).toContain(`## Heap limits (\`${flags.join(' ')}\`)`);
+    // (docs/deployment.md also shows how to start it with a larger old space)
+    for (const file of ['README.md', 'deploy/kubernetes/api.yaml', 'deploy/kubernetes/consumer.yaml']) {
+      for (const stated of read(file).matchAll(/node (--max-[a-z-]+=\d+ ?)+/g)) expect(stated[0].trim()).toBe(`node ${flags.join(' ')}`);
+    }
   });
 
   it('leaves the embedded PostgreSQL binaries out of the runtime image: it runs on DATABASE_URL, and they are imported only without one', () => {
