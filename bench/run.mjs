@@ -68,6 +68,8 @@ const SIZES = {
   full: { transactions: 10_000_000, customers: 1_000_000, ingestEvents: 10_000_000, seconds: 10, visibleSeconds: 30 },
 };
 if (args.peer !== undefined && args.peer !== 'connect') throw new Error('--peer must be connect');
+// an even count: each server goes first in half the rounds
+if (!/^\d+$/.test(args.rounds) || Number(args.rounds) < 2 || Number(args.rounds) % 2 !== 0) throw new Error(`--rounds must be an even number of at least 2, not ${args.rounds}`);
 if (args['cpu-prof'] !== undefined && !['lookup', 'deep'].includes(args['cpu-prof'])) throw new Error('--cpu-prof must be lookup or deep');
 if (args.replica && args.only !== 'lookup') throw new Error('--replica measures the lookup alone: give --only lookup');
 const size = SIZES[args.size];
@@ -475,8 +477,6 @@ async function lookupBenchmarks(adminUrl) {
   const deep = `/v2/transactions?skip=${Math.floor(size.transactions / 2)}&limit=100`;
   await same(deep);
   const rounds = Number(args.rounds);
-  // an even count: each server goes first in half the rounds
-  if (!Number.isInteger(rounds) || rounds < 2 || rounds % 2 !== 0) throw new Error(`--rounds must be an even number of at least 2, not ${args.rounds}`);
   const stopRss = sampleRss(ours.pid);
   log(`lookup, 50 connections, ${rounds} alternating rounds of ${size.seconds} s`);
   const none = { service: { rps: NaN, p99: NaN, rounds: [] }, bare: { rps: NaN, p99: NaN, rounds: [] } };
