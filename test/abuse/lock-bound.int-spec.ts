@@ -92,8 +92,7 @@ describe('locks per batch (integration, real PostgreSQL with its default lock ta
     // PostgreSQL's default; a server configured with more would hide the overflow
     expect((await pool.query('SHOW max_locks_per_transaction'))[0].max_locks_per_transaction).toBe('64');
     const maxBytes = loadConfig({ KAFKA_BROKERS: '127.0.0.1:9092' }).kafka!.maxBytesPerPartition;
-    const rounds = ROUNDS;
-    const perPartition = fetches(timeOrderedStream(10_000 * PARTITIONS * rounds, Date.UTC(2026, 10, 20)), maxBytes, rounds);
+    const perPartition = fetches(timeOrderedStream(10_000 * PARTITIONS * ROUNDS, Date.UTC(2026, 10, 20)), maxBytes, ROUNDS);
     // the premise: thousands of events per fetch, nearly every one another receipt
     for (const batch of perPartition.flat()) {
       expect(batch.messages.length).toBeGreaterThan(5_000);
@@ -109,7 +108,7 @@ describe('locks per batch (integration, real PostgreSQL with its default lock ta
       );
       mostAdvisory = Math.max(mostAdvisory, ...rows.map((r) => r.n));
     };
-    for (let round = 0; round < rounds; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       const outcomes = await Promise.all(perPartition.map((batches) => applyBatch(pool, batches[round], { beforeCommit })));
       expect(outcomes.map((o) => o.kind)).toEqual(perPartition.map(() => 'applied'));
     }

@@ -13,7 +13,8 @@ import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { txEvent } from '../utils/events.js';
 import { expectEventually } from '../utils/expect-eventually.js';
 import { kafkaBrokers, readAll, testKafka, uniqueTopic, waitUntilCaughtUp } from '../utils/kafka.js';
-import { deployedNodeFlags, serviceEnv, startService, type ServiceProcess } from '../utils/processes.js';
+import { deployedNodeFlags } from '../utils/deployed-flags.js';
+import { serviceEnv, startService, type ServiceProcess } from '../utils/processes.js';
 
 jest.setTimeout(300_000);
 

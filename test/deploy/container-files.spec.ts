@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { deployedNodeFlags } from '../utils/deployed-flags.js';
 
 // docker is not available to the suite: these are static checks of what the files promise.
 const root = path.resolve(import.meta.dirname, '../..');
@@ -19,8 +20,7 @@ describe('Dockerfile and docker-compose.yml', () => {
   });
 
   it("runs the service and the CLI with the Dockerfile CMD's heap flags wherever package.json starts them", () => {
-    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]) as string[];
-    const flags = cmd.slice(1, cmd.indexOf('dist/main.js'));
+    const flags = deployedNodeFlags();
     expect(flags).toEqual([expect.stringMatching(/^--max-old-space-size=\d+$/), expect.stringMatching(/^--max-semi-space-size=\d+$/)]);
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
     expect(scripts['start:prod']).toBe(`node ${flags.join(' ')} dist/main.js`);

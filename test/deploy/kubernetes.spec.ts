@@ -7,6 +7,7 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { KNOWN_VARIABLES, loadConfig } from '../../src/config/app-config.js';
+import { deployedNodeFlags } from '../utils/deployed-flags.js';
 import { HealthController } from '../../src/health/health.controller.js';
 
 // No cluster and no kubectl in the suite: the manifests are checked offline against the Kubernetes
@@ -123,8 +124,7 @@ describe('deploy/kubernetes', () => {
 
   it("runs the image's own command, with room above its heap, and its data dir writable", () => {
     const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
-    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]) as string[];
-    const flagMb = (name: string) => Number(new RegExp(`^--${name}=(\\d+)$`).exec(cmd.find((a) => a.startsWith(`--${name}=`))!)![1]);
+    const flagMb = (name: string) => Number(deployedNodeFlags().find((f) => f.startsWith(`--${name}=`))!.slice(name.length + 3));
     // V8's heap budget: the old space, two semi-spaces and a new large-object space of their size
     const heapMb = flagMb('max-old-space-size') + 3 * flagMb('max-semi-space-size');
     const dataDir = /DATA_DIR=(\S+)/.exec(dockerfile)![1];

@@ -1,17 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TEST_SECRET } from './app.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-/** The node flags the service is deployed with: those of the Dockerfile's CMD (package.json's scripts are checked against it). */
-export function deployedNodeFlags(): string[] {
-  const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(readFileSync(path.join(root, 'Dockerfile'), 'utf8'))![1]) as string[];
-  return cmd.slice(1, cmd.indexOf('dist/main.js'));
-}
 
 /** Environment for a child process of the built service: nothing inherited from the test runner's config. */
 export function serviceEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
