@@ -6,7 +6,7 @@ import { sql } from './apply-batch.sql.js';
 import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary } from './customer-summaries.js';
 import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
-import { dayCountDeltas, utcDay } from './day-counts.js';
+import { dayCountDeltas, filterCellOf, filterCountDeltas, sumDayDeltas, utcDay, type DayDelta, type FilterCell, type FilterCountDelta } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, snapshotWins, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
 import { applyReplacements } from './replacements.js';
@@ -149,8 +149,9 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
     } else {
       // Erasures (docs/privacy.md): events naming an erased customer at or before the erasure name no one.
       const erased = await erasuresFor(m, schema, events);
-      await writeChanges(m, schema, projectEvents(events, erased.isErased));
-      await applyErasures(m, schema, erased.erasures, schema === LIVE_SCHEMA);
+      const counts = await writeChanges(m, schema, projectEvents(events, erased.isErased));
+      const erasedDays = await applyErasures(m, schema, erased.erasures, schema === LIVE_SCHEMA);
+      await writeCounts(m, schema, { ...counts, customerDays: [...counts.customerDays, ...erasedDays] });
       applied = events;
     }
     if (deadLetters.length > 0) {
@@ -218,17 +219,20 @@ type StoredTransaction = Pick<
   TransactionRow,
   'app_id' | 'transaction_id' | 'receipt_id' | 'version_time' | 'version_id' | 'first_event_at' | 'occurred_at' | 'last_renewal_date' | 'renewal_date' | 'purchase_date'
 >;
+/** The lock read also says where the stored row is counted for the filters. */
+type LockedTransaction = StoredTransaction & { cell_product_id: string; cell_platform: string; cell_sandbox: boolean };
 type StoredReceipt = Pick<ReceiptRow, 'app_id' | 'receipt_id' | 'application_username' | 'explicit' | 'version_time' | 'version_id'>;
 
 /**
- * Writes one batch's row changes, keeping the day counts and customer summaries exact. The rules
- * (mergeTransaction, linkWins, summarizeCustomer) run here in TypeScript; SQL fetches and stores.
- * Lock order is the same in every batch (transaction rows, receipt advisory locks, customer rows,
- * day counts), each in one order, so concurrent batches wait for each other instead of deadlocking.
+ * Writes one batch's row changes, keeping the customer summaries exact, and returns the count
+ * changes they make (writeCounts). The rules (mergeTransaction, linkWins, summarizeCustomer) run
+ * here in TypeScript; SQL fetches and stores. Lock order is the same in every batch (transaction
+ * rows, receipt advisory locks, customer rows, then, after the erasures, the counts), each in one
+ * order, so concurrent batches wait for each other instead of deadlocking.
  */
-async function writeChanges(m: EntityManager, schema: string, changes: RowChanges): Promise<void> {
+async function writeChanges(m: EntityManager, schema: string, changes: RowChanges): Promise<CountChanges> {
   const q = sql(schema);
-  const txDays: Parameters<typeof dayCountDeltas>[0] = [];
+  const txCells: Parameters<typeof filterCountDeltas>[0] = [];
   // Receipts whose owners' summaries can change: each written transaction's receipt, the receipt a
   // moved transaction left, and every receipt the batch links.
   const receiptKeys = new Map<string, { app_id: string; receipt_id: string }>();
@@ -250,9 +254,14 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     const isNew = new Set(inserted.map((r) => key2(r.app_id, r.transaction_id)));
     const existing = txs.filter((t) => !isNew.has(key2(t.app_id, t.transaction_id)));
     const stored = new Map<string, StoredTransaction>();
+    const storedCells = new Map<string, FilterCell>();
     if (existing.length > 0) {
-      const rows = (await m.query(q.lockTransactions, [existing.map((t) => t.app_id), existing.map((t) => t.transaction_id)])) as StoredTransaction[];
-      for (const r of rows) stored.set(key2(r.app_id, r.transaction_id), r);
+      const rows = (await m.query(q.lockTransactions, [existing.map((t) => t.app_id), existing.map((t) => t.transaction_id)])) as LockedTransaction[];
+      for (const { cell_product_id, cell_platform, cell_sandbox, ...r } of rows) {
+        const k = key2(r.app_id, r.transaction_id);
+        stored.set(k, r);
+        storedCells.set(k, { day: utcDay(r.occurred_at), product_id: cell_product_id, platform: cell_platform, sandbox: cell_sandbox });
+      }
     }
     // Equal versions are decided by content (snapshotWins), so those rows are read whole; rare
     // (a redelivery, or an id reused for other data), hence not part of the lock read above.
@@ -272,7 +281,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
       touchReceipt(t.app_id, t.receipt_id);
       const before = stored.get(k);
       if (!before) {
-        txDays.push({ app_id: t.app_id, key: k, day: utcDay(t.occurred_at) });
+        txCells.push({ app_id: t.app_id, cell: filterCellOf(t) });
         wrote(t);
         listIn(appended, key2(t.app_id, t.receipt_id)).push(lifecycleOf(t));
         continue;
@@ -281,9 +290,13 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
       const known = { ...t, ...before, ...storedSnapshots.get(k) } as TransactionRow;
       const merged = mergeTransaction(known, t);
       let changed = true;
+      const previousCell = storedCells.get(k)!;
+      // Only a winning snapshot rewrites the filtered values; otherwise the row keeps them, and at most its date moves.
+      let cell = { ...previousCell, day: utcDay(merged.occurred_at) };
       if (snapshotWins(t, known)) {
         overwrite.push(merged);
         wrote(merged);
+        cell = filterCellOf(merged);
       } else if (merged.first_event_at !== before.first_event_at) {
         redate.push({ ...before, first_event_at: merged.first_event_at, occurred_at: merged.occurred_at });
         writes.partial.push(t.transaction_id);
@@ -293,7 +306,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
         touchReceipt(before.app_id, before.receipt_id);
         rewritten.add(key2(before.app_id, before.receipt_id));
       }
-      txDays.push({ app_id: t.app_id, key: k, day: utcDay(merged.occurred_at), previousDay: utcDay(before.occurred_at) });
+      txCells.push({ app_id: t.app_id, cell, previous: previousCell });
     }
     if (overwrite.length > 0) await m.query(q.overwriteTransactions, [JSON.stringify(overwrite)]);
     if (redate.length > 0) {
@@ -391,14 +404,6 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     }
   }
 
-  for (const [table, rows] of [['transaction_day_counts', txDays], ['customer_day_counts', customerDays]] as const) {
-    const deltas = dayCountDeltas(rows);
-    if (deltas.length === 0) continue;
-    await m.query(q.addDayCounts(table), [deltas.map((d) => d.app_id), deltas.map((d) => d.day), deltas.map((d) => d.n)]);
-    const emptied = deltas.filter((d) => d.n < 0);
-    if (emptied.length > 0) await m.query(q.dropEmptyDays(table), [emptied.map((d) => d.app_id), emptied.map((d) => d.day)]);
-  }
-
   // A customer whose receipts only gained transactions has its stored summary extended when that
   // decides it (extendSummary); otherwise its summary is derived again from all it owns.
   const rederive: CustomerKey[] = [];
@@ -418,6 +423,32 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     else extended.push({ ...c, facts: next });
   }
   await refreshSummaries(m, schema, rederive, extended, writes);
+
+  return { cells: filterCountDeltas(txCells), customerDays: dayCountDeltas(customerDays) };
+}
+
+/** What a batch changes in the kept counts, written by writeCounts once everything else is. */
+type CountChanges = { cells: FilterCountDelta[]; customerDays: DayDelta[] };
+
+/**
+ * Writes the batch's count changes, last of all its writes: every concurrent batch of the app
+ * writes the same count rows, so they are held from here to the commit only, and no batch holding
+ * them waits for a customer or transaction row (erasures included) another batch holds.
+ */
+async function writeCounts(m: EntityManager, schema: string, { cells, customerDays }: CountChanges): Promise<void> {
+  const q = sql(schema);
+  // a transaction's day count changes exactly as its filter counts do, summed over the day
+  for (const [table, deltas] of [['transaction_day_counts', sumDayDeltas(cells)], ['customer_day_counts', sumDayDeltas(customerDays)]] as const) {
+    if (deltas.length === 0) continue;
+    await m.query(q.addDayCounts(table), [deltas.map((d) => d.app_id), deltas.map((d) => d.day), deltas.map((d) => d.n)]);
+    const emptied = deltas.filter((d) => d.n < 0);
+    if (emptied.length > 0) await m.query(q.dropEmptyDays(table), [emptied.map((d) => d.app_id), emptied.map((d) => d.day)]);
+  }
+  if (cells.length > 0) {
+    await m.query(q.addFilterCounts, [JSON.stringify(cells)]);
+    const emptied = cells.filter((d) => d.n < 0);
+    if (emptied.length > 0) await m.query(q.dropEmptyFilterCounts, [JSON.stringify(emptied)]);
+  }
 }
 
 type LockedCustomer = {

@@ -9,7 +9,7 @@ import { erasureHash, erasureKey } from '../customers/erase-customer/erasure-has
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { iso } from './customer-summary.sql.js';
 import { refreshSummaries } from './customer-summaries.js';
-import { utcDay } from './day-counts.js';
+import { utcDay, type DayDelta } from './day-counts.js';
 import type { IsErased } from './project-events.js';
 
 type Manager = Pick<EntityManager, 'query' | 'connection'>;
@@ -69,9 +69,10 @@ export async function erasuresFor(m: Manager, schema: string, events: readonly P
  * the change feed on the live schema) unless an event after the erasure named them. Deliveries
  * queued for the customer go (customer.updated) or lose the name in their order key (transactions).
  * Scans the application's receipts and customers once per batch that holds erasures (rare).
+ * Returns the customer day-count changes, which the batch writes with its own, last (writeCounts).
  */
-export async function applyErasures(m: Manager, schema: string, erasures: readonly BatchErasure[], live: boolean): Promise<void> {
-  if (erasures.length === 0) return;
+export async function applyErasures(m: Manager, schema: string, erasures: readonly BatchErasure[], live: boolean): Promise<DayDelta[]> {
+  if (erasures.length === 0) return [];
   const latest = new Map<string, BatchErasure>();
   for (const e of erasures) {
     const known = latest.get(k2(e.app_id, e.username_hash));
@@ -101,7 +102,7 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
      ORDER BY c.app_id, c.application_username FOR UPDATE OF c`,
     args,
   )) as { app_id: string; application_username: string; first_seen_at: string; erased_at: string }[];
-  if (customers.length === 0) return;
+  if (customers.length === 0) return [];
   const names = [customers.map((c) => c.app_id), customers.map((c) => c.application_username), customers.map((c) => c.erased_at)];
   // Receipts their links won at or before the erasure: no owner any more.
   await m.query(
@@ -131,17 +132,13 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
       kept.push({ app_id: c.app_id, name: c.application_username });
     }
   }
-  const days = new Map<string, { app_id: string; day: string; n: number }>();
-  const count = (app_id: string, day: string, n: number) => {
-    const d = days.get(k2(app_id, day)) ?? { app_id, day, n: 0 };
-    d.n += n;
-    days.set(k2(app_id, day), d);
-  };
-  for (const c of gone) count(c.app_id, utcDay(c.first_seen_at), -1);
-  for (const c of moved) {
-    count(c.app_id, utcDay(c.from), -1);
-    count(c.app_id, utcDay(c.to), 1);
-  }
+  const days: DayDelta[] = [
+    ...gone.map((c) => ({ app_id: c.app_id, day: utcDay(c.first_seen_at), n: -1 })),
+    ...moved.flatMap((c) => [
+      { app_id: c.app_id, day: utcDay(c.from), n: -1 },
+      { app_id: c.app_id, day: utcDay(c.to), n: 1 },
+    ]),
+  ];
   if (gone.length > 0) {
     const goneArgs = [gone.map((c) => c.app_id), gone.map((c) => c.application_username)];
     await m.query(`DELETE FROM ${schema}.customers c USING unnest($1::text[], $2::text[]) AS k(app_id, name) WHERE c.app_id = k.app_id AND c.application_username = k.name`, goneArgs);
@@ -153,20 +150,9 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
       [moved.map((c) => c.app_id), moved.map((c) => c.name), moved.map((c) => c.to)],
     );
   }
-  const deltas = [...days.values()].filter((d) => d.n !== 0).sort((a, b) => (k2(a.app_id, a.day) < k2(b.app_id, b.day) ? -1 : 1));
-  if (deltas.length > 0) {
-    await m.query(
-      `INSERT INTO ${schema}.customer_day_counts AS d (app_id, day, n) SELECT * FROM unnest($1::text[], $2::date[], $3::bigint[]) ORDER BY 1, 2
-       ON CONFLICT (app_id, day) DO UPDATE SET n = d.n + excluded.n`,
-      [deltas.map((d) => d.app_id), deltas.map((d) => d.day), deltas.map((d) => d.n)],
-    );
-    await m.query(`DELETE FROM ${schema}.customer_day_counts d USING unnest($1::text[], $2::date[]) AS k(app_id, day) WHERE d.app_id = k.app_id AND d.day = k.day AND d.n = 0`, [
-      deltas.map((d) => d.app_id),
-      deltas.map((d) => d.day),
-    ]);
-  }
   await refreshSummaries(m, schema, kept);
   if (live && gone.length > 0) await forgetDeliveries(m, gone);
+  return days;
 }
 
 /**

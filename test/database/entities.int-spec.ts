@@ -16,4 +16,9 @@ describe('entities match the migrated schema (integration, real PostgreSQL)', ()
     const diff = await db.dataSource.driver.createSchemaBuilder().log();
     expect(diff.upQueries.map((q) => q.query)).toEqual([]);
   });
+
+  it('the index TypeORM leaves alone is as the migration made it: the filtered page walks it alone', async () => {
+    const [{ def }] = await db.dataSource.query(`SELECT indexdef AS def FROM pg_indexes WHERE schemaname = 'read_model' AND indexname = 'transactions_page_idx'`);
+    expect(def).toBe('CREATE INDEX transactions_page_idx ON read_model.transactions USING btree (app_id, occurred_at, transaction_id) INCLUDE (platform, sandbox)');
+  });
 });

@@ -72,6 +72,37 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
     expect(await a.dataSource.query(`SELECT day::text, n::int FROM read_model.transaction_day_counts`)).toEqual([{ day: '2024-02-01', n: 1 }]);
   });
 
+  it('given a stored transaction, when a newer snapshot changes its product, sandbox flag and day, then its filter count moves with it', async () => {
+    const cells = async () =>
+      a.dataSource.query(`SELECT product_id, platform, sandbox, day::text, n::int FROM read_model.transaction_filter_day_counts ORDER BY product_id, day`);
+    await applyBatch(a.dataSource, batch(toBuffers([
+      txEvent({ time: '2024-03-01T10:00:00Z', data: { transactionId: 'apple:t1', productId: 'apple:monthly', expirationDate: '2024-04-01T00:00:00Z' } }),
+      txEvent({ time: '2024-03-01T11:00:00Z', data: { transactionId: 'apple:t2', productId: 'apple:monthly', expirationDate: '2024-04-01T00:00:00Z' } }),
+    ])));
+    expect(await cells()).toEqual([{ product_id: 'apple:monthly', platform: 'apple', sandbox: false, day: '2024-03-01', n: 2 }]);
+    // the store corrects t1: another product, marked sandbox, bought the day before
+    await applyBatch(a.dataSource, batch(toBuffers([
+      txEvent({ time: '2024-03-05T00:00:00Z', data: { transactionId: 'apple:t1', productId: 'apple:yearly', sandbox: true, purchaseDate: '2024-02-29T08:00:00Z', expirationDate: '2025-02-28T00:00:00Z' } }),
+    ]), 2));
+    expect(await cells()).toEqual([
+      { product_id: 'apple:monthly', platform: 'apple', sandbox: false, day: '2024-03-01', n: 1 },
+      { product_id: 'apple:yearly', platform: 'apple', sandbox: true, day: '2024-02-29', n: 1 },
+    ]);
+    // an older snapshot of t2 (another product) loses: only its date of last resort moves, not its product
+    await applyBatch(a.dataSource, batch(toBuffers([
+      txEvent({ time: '2024-02-20T00:00:00Z', data: { transactionId: 'apple:t2', productId: 'apple:weekly' } }),
+    ]), 3));
+    expect(await cells()).toEqual([
+      { product_id: 'apple:monthly', platform: 'apple', sandbox: false, day: '2024-02-20', n: 1 },
+      { product_id: 'apple:yearly', platform: 'apple', sandbox: true, day: '2024-02-29', n: 1 },
+    ]);
+    // and the kept counts are the rows' own, counted again
+    expect(await cells()).toEqual(
+      await a.dataSource.query(`SELECT product_id, platform, sandbox IS TRUE AS sandbox, (occurred_at AT TIME ZONE 'UTC')::date::text AS day, count(*)::int AS n
+                                FROM read_model.transactions GROUP BY 1, 2, 3, 4 ORDER BY product_id, day`),
+    );
+  });
+
   it('a receipt moving between customers: the later link wins whatever the order; both customers stay', async () => {
     const older = linkEvent({ time: '2024-01-01T00:00:00Z', receiptId: 'apple:r1', user: 'ann' });
     const newer = linkEvent({ time: '2024-02-01T00:00:00Z', receiptId: 'apple:r1', user: 'bob' });

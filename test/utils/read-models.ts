@@ -7,14 +7,15 @@ const withoutPosition = (rows: Record<string, unknown>[]) => rows.map(({ change_
 
 /** Every read-model row, in a stable order: what "equal read models" compares. */
 export async function snapshotReadModels(db: DataSource, schema = 'read_model') {
-  const [customers, receipts, transactions, transactionDays, customerDays] = await Promise.all([
+  const [customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays] = await Promise.all([
     db.query(`SELECT * FROM ${schema}.customers ORDER BY app_id, application_username`).then(withoutPosition),
     db.query(`SELECT * FROM ${schema}.receipts ORDER BY app_id, receipt_id`),
     db.query(`SELECT * FROM ${schema}.transactions ORDER BY app_id, transaction_id`).then(withoutPosition),
     db.query(`SELECT app_id, day::text, n::int FROM ${schema}.transaction_day_counts ORDER BY 1, 2`),
+    db.query(`SELECT app_id, product_id, platform, sandbox, day::text, n::int FROM ${schema}.transaction_filter_day_counts ORDER BY 1, 2, 3, 4, 5`),
     db.query(`SELECT app_id, day::text, n::int FROM ${schema}.customer_day_counts ORDER BY 1, 2`),
   ]);
-  return { customers, receipts, transactions, transactionDays, customerDays };
+  return { customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays };
 }
 
 /** The reference: the same events projected from scratch in one batch into a fresh database. */

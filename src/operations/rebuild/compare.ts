@@ -15,7 +15,8 @@ const COMPARED: Record<string, string> = {
   transactions: '*',
   projection_offsets: 'topic, partition, next_offset',
   // derived tables: drift here means the counts or summaries were not maintained right
-  transaction_day_counts: "app_id, day, n",
+  transaction_day_counts: 'app_id, day, n',
+  transaction_filter_day_counts: 'app_id, product_id, platform, sandbox, day, n',
   customer_day_counts: 'app_id, day, n',
 };
 

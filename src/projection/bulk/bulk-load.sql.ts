@@ -109,6 +109,8 @@ export const bulkSql = (schema: string) => ({
   foldDayCounts: `
     INSERT INTO ${schema}.transaction_day_counts (app_id, day, n)
     SELECT app_id, (occurred_at AT TIME ZONE 'UTC')::date, count(*) FROM ${schema}.transactions GROUP BY 1, 2;
+    INSERT INTO ${schema}.transaction_filter_day_counts (app_id, product_id, platform, sandbox, day, n)
+    SELECT app_id, product_id, platform, sandbox IS TRUE, (occurred_at AT TIME ZONE 'UTC')::date, count(*) FROM ${schema}.transactions GROUP BY 1, 2, 3, 4, 5;
     INSERT INTO ${schema}.customer_day_counts (app_id, day, n)
     SELECT app_id, (first_seen_at AT TIME ZONE 'UTC')::date, count(*) FROM ${schema}.customers GROUP BY 1, 2`,
 
