@@ -140,9 +140,23 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
       for (let mask = 1; mask < 32; mask++) {
         if (!all && mask !== 31) continue;
         const f = transactionFilters(mask, values);
-        const range: { startdate?: string; enddate?: string } = mask % 2 === 0 ? { startdate: '2010-03-15T12:00:00.000Z', enddate: '2012-01-01T00:00:00.000Z' } : {};
+        // ranges cut inside a day at either end, or at both (the kept counts are per day)
+        const range: { startdate?: string; enddate?: string } =
+          mask % 2 === 1 ? {} : mask & 2 ? { startdate: '2010-03-15T12:00:00.000Z', enddate: '2012-01-01T00:00:00.000Z' } : { startdate: '2010-02-01T00:00:00.000Z', enddate: '2011-07-01T06:30:00.000Z' };
         const qs = new URLSearchParams([...Object.entries({ ...f, ...range }).map(([k, v]): [string, string] => [k, String(v)]), ['limit', '1000']]);
-        expect({ mask, body: await get(`/v2/transactions?${qs}`) }).toEqual({ mask, body: model.transactionsPage(app, { ...f, ...range, skip: 0, limit: 1000 }) });
+        const whole = model.transactionsPage(app, { ...f, ...range, skip: 0, limit: 1000 });
+        expect({ mask, body: await get(`/v2/transactions?${qs}`) }).toEqual({ mask, body: whole });
+        // a page inside the matches: where it starts comes from the counts, not from an OFFSET over all of them
+        const middle = Math.floor(whole.paging.total / 2);
+        qs.set('skip', String(middle));
+        qs.set('limit', '3');
+        expect({ mask, middle, body: await get(`/v2/transactions?${qs}`) }).toEqual({ mask, middle, body: model.transactionsPage(app, { ...f, ...range, skip: middle, limit: 3 }) });
+        // a range cut between two rows of one day at each end: the rows the filter would not keep must not be subtracted
+        const cut = cutBetweenRowsOfADay(values.dates);
+        if (cut) {
+          const cutQs = new URLSearchParams([...Object.entries({ ...f, ...cut }).map(([k, v]): [string, string] => [k, String(v)]), ['limit', '1000']]);
+          expect({ mask, cut, body: await get(`/v2/transactions?${cutQs}`) }).toEqual({ mask, cut, body: model.transactionsPage(app, { ...f, ...cut, skip: 0, limit: 1000 }) });
+        }
       }
       // ids as support staff paste them, without the store's prefix
       for (const id of [...values.transactionIds.slice(0, 3), ...values.purchaseIds.slice(0, 2)]) {
@@ -170,6 +184,18 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
 });
 
 const STATUSES: CustomerStatus[] = ['active', 'grace_period', 'billing_retry', 'expired', 'none'];
+
+/**
+ * startdate at a row that has an earlier row on its UTC day, enddate at the last such row: both
+ * ends cut a day with rows on either side (undefined when no day holds two rows).
+ */
+function cutBetweenRowsOfADay(dates: number[]): { startdate: string; enddate: string } | undefined {
+  const day = (t: number) => new Date(t).toISOString().slice(0, 10);
+  const inside = dates.filter((t, i) => i > 0 && t > dates[i - 1] && day(t) === day(dates[i - 1]));
+  if (inside.length === 0) return undefined;
+  const [start, end] = [inside[0], inside[inside.length - 1]];
+  return { startdate: new Date(start).toISOString(), enddate: new Date(end === start ? end + 1 : end).toISOString() };
+}
 
 /** The customer filters the bits of `mask` turn on, with values that vary with it. */
 function customerFilters(mask: number, now: Date, products: string[]): CustomerFilters {

@@ -211,7 +211,12 @@ export class ReferenceModel {
   /** The app's transaction ids, purchase ids and products, for choosing filter values. */
   transactionValues(app: string) {
     const own = this.transactions.filter((t) => t.app === app);
-    return { transactionIds: own.map((t) => t.transactionId), purchaseIds: own.map((t) => t.data.purchaseId as string), productIds: own.map((t) => t.data.productId as string) };
+    return {
+      transactionIds: own.map((t) => t.transactionId),
+      purchaseIds: own.map((t) => t.data.purchaseId as string),
+      productIds: own.map((t) => t.data.productId as string),
+      dates: own.map((t) => t.date).sort((a, b) => a - b),
+    };
   }
 
   private matches(c: { app: string; name: string }, q: CustomerFilters, now: Date): boolean {

@@ -84,6 +84,33 @@ describe('GET /v2/transactions filters (e2e, real PostgreSQL)', () => {
     expect(await ask('purchaseId=apple:1000001&skip=3')).toEqual({ ids: [], total: 3 });
   });
 
+  it('a range cut inside a day counts only the matching rows it cuts off, and pages from there', async () => {
+    // one day of traffic: which rows match changes through the day
+    const day = 'tx-filters-day';
+    const at = (hour: string) => `2026-11-02T${hour}:00:00.000Z`;
+    const rows: [string, string, string][] = [
+      ['01', 'google:GPA.5555-0000-0000-00001', 'google:basic'],
+      ['05', 'apple:3000001', 'apple:pro_monthly'],
+      ['09', 'apple:3000002', 'apple:pro_yearly'],
+      ['13', 'apple:3000003', 'apple:pro_monthly'],
+      ['17', 'google:GPA.5555-0000-0000-00002', 'google:basic'],
+      ['21', 'apple:3000004', 'apple:pro_monthly'],
+    ];
+    await project(db.dataSource, rows.map(([hour, transactionId, productId]) => txEvent({ app: day, time: at(hour), data: { transactionId, productId, purchaseDate: at(hour), expirationDate: '2026-12-02T00:00:00.000Z' } })));
+    const dayToken = api.token(day, ['transactions:read']);
+    const askDay = async (query: string) => {
+      const res = await api.get(`/v2/transactions?${query}`, dayToken);
+      expect(res.status).toBe(200);
+      return { ids: res.body.rows.map((r: { transactionId: string }) => r.transactionId), total: res.body.paging.total };
+    };
+    const range = `startdate=${at('04')}&enddate=${at('20')}`;
+    expect(await askDay(`productId=apple:pro_monthly&${range}`)).toEqual({ ids: ['apple:3000001', 'apple:3000003'], total: 2 });
+    expect(await askDay(`productId=apple:pro_monthly&${range}&skip=1`)).toEqual({ ids: ['apple:3000003'], total: 2 });
+    expect(await askDay(`platform=google&${range}`)).toEqual({ ids: ['google:GPA.5555-0000-0000-00002'], total: 1 });
+    expect(await askDay(`platform=apple&startdate=${at('06')}&skip=1&limit=1`)).toEqual({ ids: ['apple:3000003'], total: 3 });
+    expect(await askDay(`sandbox=false&enddate=${at('14')}&skip=2`)).toEqual({ ids: ['apple:3000002', 'apple:3000003'], total: 4 });
+  });
+
   it('refuses every invalid value with problem+json naming the parameter', async () => {
     const cases: [string, string][] = [
       ['transactionId=', 'transactionId'],

@@ -6,7 +6,7 @@ import type { Page } from '../../common/paging.js';
 import type { TransactionView } from '../transaction.schema.js';
 import { ListTransactionsQuery } from './list-transactions.query.js';
 import { filteredTransactionsSql, pageStartSql, transactionPageSql, type PageStartRow, type TransactionRow } from './list-transactions.sql.js';
-import { hasTransactionFilters } from './transaction-filters.js';
+import { hasChainFilter } from './transaction-filters.js';
 
 @QueryHandler(ListTransactionsQuery)
 export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQuery> {
@@ -17,7 +17,7 @@ export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQu
     if (asked.endDate && asked.endDate <= EARLIEST) return { rows: [], paging: { skip: asked.skip, limit: asked.limit, total: 0 } };
     const query = withinStorableYears(asked);
     const db = this.reads.pick();
-    if (hasTransactionFilters(query.filters)) {
+    if (hasChainFilter(query.filters)) {
       const { count, page } = filteredTransactionsSql(query);
       const [counted] = await preparedQuery<{ total: string }>(db, count.name, count.sql, count.params);
       const paging = { skip: query.skip, limit: query.limit, total: Number(counted.total) };

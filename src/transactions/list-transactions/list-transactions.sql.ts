@@ -57,60 +57,68 @@ export const TRANSACTION_COLUMNS = `transaction_id AS "transactionId", purchase_
 export type PageStartRow = { total: string | null; day: string | null; before: string | null };
 
 /**
- * Total and where the page starts, from the per-day counts the projection maintains: the days of
- * the range are summed (the first and last day minus the rows the date filter cuts off, counted on
- * the (app_id, occurred_at) index), and a running sum finds the day holding row `skip` and how many
- * rows precede it. One row comes back whatever the range.
+ * Total and where the page starts, from the counts the projection keeps: per day
+ * (transaction_day_counts) or, with row filters, per day and filtered values
+ * (transaction_filter_day_counts, summed per day). The days of the range are summed (the first and
+ * last day minus the rows the date filter cuts off, counted on the index), and a running sum finds
+ * the day holding row `skip` and how many rows precede it. One row comes back whatever the range.
  */
 export function pageStartSql(q: ListTransactionsQuery): { name: string; sql: string; params: unknown[] } {
   const start = q.startDate;
   const end = q.endDate;
   const startCut = start && start.getTime() !== dayStart(dayOf(start)).getTime();
   const endCut = end && end.getTime() !== dayStart(dayOf(end)).getTime();
-  const params: unknown[] = [q.appId, q.skip, start ? dayOf(start) : null, end ? lastDayBefore(end) : null];
-  const head = startCut ? `(SELECT count(*) FROM read_model.transactions WHERE app_id = $1 AND occurred_at >= $5 AND occurred_at < $6)` : '0';
+  // the counts table and the cut-off counts are both read as `t`, so one set of conditions serves both
+  const f = transactionFilterConditions(q.filters, 5);
+  const params: unknown[] = [q.appId, q.skip, start ? dayOf(start) : null, end ? lastDayBefore(end) : null, ...f.params];
+  const cut = (from: number) => `(SELECT count(*) FROM read_model.transactions t WHERE t.app_id = $1 AND t.occurred_at >= $${from} AND t.occurred_at < $${from + 1}${f.sql})`;
+  const head = startCut ? cut(params.length + 1) : '0';
   if (startCut) params.push(dayStart(dayOf(start)), start);
-  const tailFrom = params.length + 1;
-  const tail = endCut ? `(SELECT count(*) FROM read_model.transactions WHERE app_id = $1 AND occurred_at >= $${tailFrom} AND occurred_at < $${tailFrom + 1})` : '0';
+  const tail = endCut ? cut(params.length + 1) : '0';
   if (endCut) params.push(end, nextDayStart(dayOf(end)));
+  const days = `($3::date IS NULL OR t.day >= $3::date) AND ($4::date IS NULL OR t.day <= $4::date)`;
+  const counted = f.key
+    ? `SELECT t.day, sum(t.n) AS n FROM read_model.transaction_filter_day_counts t WHERE t.app_id = $1 AND ${days}${f.sql} GROUP BY t.day`
+    : `SELECT t.day, t.n FROM read_model.transaction_day_counts t WHERE t.app_id = $1 AND ${days}`;
   const sql = `
-    WITH d AS (
+    WITH k AS (${counted}), d AS (
       SELECT day, n - CASE WHEN day = $3::date THEN ${head} ELSE 0 END
                     - CASE WHEN day = $4::date THEN ${tail} ELSE 0 END AS n
-      FROM read_model.transaction_day_counts
-      WHERE app_id = $1 AND ($3::date IS NULL OR day >= $3::date) AND ($4::date IS NULL OR day <= $4::date)
+      FROM k
     ), c AS (SELECT day, n, sum(n) OVER (ORDER BY day) AS cum FROM d)
     SELECT (SELECT sum(n) FROM d)::text AS total, p.day::text AS day, (p.cum - p.n)::text AS before
     FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT day, n, cum FROM c WHERE cum > $2 ORDER BY day LIMIT 1) p ON true`;
-  return { name: `tx-page-start-${startCut ? 's' : ''}${endCut ? 'e' : ''}`, sql, params };
+  return { name: `tx-page-start-${startCut ? 's' : ''}${endCut ? 'e' : ''}${f.key ? `:${f.key}` : ''}`, sql, params };
 }
 
 /**
- * One page in (occurred_at, transaction_id) order, starting `offset` rows into the day the page
- * begins in; the offset is at most one day's rows however deep the page is.
+ * One page in (occurred_at, transaction_id) order of the rows the row filters keep, starting
+ * `offset` such rows into the day the page begins in; the offset is at most one day's rows however
+ * deep the page is.
  */
 export function transactionPageSql(q: ListTransactionsQuery, from: Date, offset: number): { name: string; sql: string; params: unknown[] } {
   const params: unknown[] = [q.appId, from, offset, q.limit];
   let upper = '';
   if (q.endDate) {
     params.push(q.endDate);
-    upper = ` AND occurred_at < $5`;
+    upper = ` AND t.occurred_at < $5`;
   }
+  const f = transactionFilterConditions(q.filters, params.length + 1);
+  params.push(...f.params);
   // The OFFSET walks only the index (keys); the 100 rows of the page are then fetched by key.
   const sql = `
     SELECT ${TRANSACTION_COLUMNS}
-    FROM (SELECT occurred_at AS k_at, transaction_id AS k_id FROM read_model.transactions
-          WHERE app_id = $1 AND occurred_at >= $2${upper}
-          ORDER BY occurred_at, transaction_id OFFSET $3 LIMIT $4) k
+    FROM (SELECT t.occurred_at AS k_at, t.transaction_id AS k_id FROM read_model.transactions t
+          WHERE t.app_id = $1 AND t.occurred_at >= $2${upper}${f.sql}
+          ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4) k
     JOIN read_model.transactions t ON t.app_id = $1 AND t.transaction_id = k.k_id
     ORDER BY k.k_at, k.k_id`;
-  return { name: `tx-page${upper ? '-e' : ''}`, sql, params };
+  return { name: `tx-page${upper ? '-e' : ''}${f.key ? `:${f.key}` : ''}`, sql, params };
 }
 
 /**
- * A page filtered by the row filters (and the date range) with its exact total: count(*) over the
- * rows the filters qualify (a chain through transactions_purchase_idx, a product through
- * transactions_product_idx in the listing's order), then the page by (occurred_at, transaction_id).
+ * A page filtered by a chain id (and the date range, and any other row filter) with its exact total:
+ * count(*) over the chain's rows (transactions_purchase_idx), then the page by (occurred_at, transaction_id).
  */
 export function filteredTransactionsSql(q: ListTransactionsQuery): { count: { name: string; sql: string; params: unknown[] }; page: { name: string; sql: string; params: unknown[] } } {
   const f = transactionFilterConditions(q.filters, 2);

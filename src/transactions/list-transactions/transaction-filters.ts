@@ -35,7 +35,8 @@ export function parseTransactionFilters(query: Record<string, unknown>): Transac
   return f;
 }
 
-export const hasTransactionFilters = (f: TransactionFilters) => Object.keys(f).length > 0;
+/** A chain id selects a handful of rows found by index; the other filters are answered from kept counts. */
+export const hasChainFilter = (f: TransactionFilters) => f.transactionId !== undefined || f.purchaseId !== undefined;
 
 /**
  * The platforms whose ids support staff paste without a prefix: the two stores whose notifications
