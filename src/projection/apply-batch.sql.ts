@@ -16,7 +16,27 @@ const RECEIPT_LOCK_SPACE = 727_003;
  * one at a time, as the day-count rows they share (same app, same days) already made them.
  */
 const RECEIPT_LOCK_BUCKETS = 64;
+/** First key of the two-key advisory locks on applications, shared by every batch, exclusive for one that erases. */
+const APP_LOCK_SPACE = 727_005;
+/** Applications are locked by hash bucket too, so a batch of many apps stays within the lock table. */
+const APP_LOCK_BUCKETS = 16;
+
 export const sql = (schema: string) => ({
+  /**
+   * Before anything of the applications is read: an erasure is applied while no other batch of its
+   * application runs. Erasing locks the customer found by hash and the receipts it owned after the
+   * batch's own customers, outside the order every other lock follows, and reads the erasures
+   * another batch may be storing; a batch that erases is rare (one request per customer), so it
+   * takes its applications' buckets exclusively and every other batch shares them. In bucket order.
+   */
+  lockApps: `
+    SELECT count(CASE WHEN k.erases THEN pg_advisory_xact_lock(${APP_LOCK_SPACE}, k.b) ELSE pg_advisory_xact_lock_shared(${APP_LOCK_SPACE}, k.b) END) FROM (
+      SELECT (hashtext('${schema}') & ${~(APP_LOCK_BUCKETS - 1)}) | (hashtext(a) & ${APP_LOCK_BUCKETS - 1}) AS b, bool_or(x) AS erases
+      FROM unnest($1::text[], $2::boolean[]) AS u(a, x)
+      GROUP BY 1
+      ORDER BY 1
+    ) k`,
+
   /** Creates the partition's row if new and locks it: a second consumer of the partition waits here. */
   lockOffset: `
     INSERT INTO ${schema}.projection_offsets AS o (topic, partition, next_offset) VALUES ($1, $2, 0)

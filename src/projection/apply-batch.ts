@@ -147,6 +147,9 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
       await stageEvents(m, schema, batch.partition, staged);
       applied = staged.map((s) => s.event);
     } else {
+      const apps = new Map<string, boolean>();
+      for (const e of events) apps.set(e.appId, apps.get(e.appId) === true || e.type === 'customer.erased');
+      if (apps.size > 0) await m.query(q.lockApps, [[...apps.keys()], [...apps.values()]]);
       // Erasures (docs/privacy.md): events naming an erased customer at or before the erasure name no one.
       const erased = await erasuresFor(m, schema, events);
       const counts = await writeChanges(m, schema, projectEvents(events, erased.isErased));
