@@ -32,6 +32,12 @@ export const onPool =
  * docs/change-feed.md "Deletions"): one deleted before a client began cannot concern a row it holds,
  * and naming it would reveal an erased customer. Both parts are range reads on their (app_id, ..., position, key) indexes.
  *
+ * A deletion entry whose key is back in the table below the entry's position comes as that row: a
+ * position is the writer's transaction id, taken at its first write, so a batch that began before
+ * the erasure and signed the customer up again once the erasure had committed positions the new row
+ * below the deletion entry. Every id below the entry has ended when it is read, so the row is there
+ * and final; shown as a deletion, it would delete a client's copy of a customer who is listed.
+ *
  * Nothing at all while this server's high-water mark is below $5: a replica further behind than the
  * server where the client began (docs/scaling.md) may still hold rows deleted before then, whose
  * deletion entries this client is never shown; it gets an empty page (the same cursor back) until
@@ -55,8 +61,8 @@ export function changesSql(table: FeedTable, columns: string): string {
          AND d.change_position >= $5::bigint AND d.change_position < ${mark} AND $5::bigint <= ${mark}
        ORDER BY d.change_position, d.row_key LIMIT $4)
       ORDER BY 1, 2, 3 NULLS FIRST LIMIT $4)
-    SELECT p.pos::text AS "changePosition", p.k AS "changeKey", p.deleted_at AS "changeDeletedAt", ${columns}
-    FROM picked p LEFT JOIN read_model.${table} t ON p.deleted_at IS NULL AND t.app_id = $1 AND t.${key} = p.k
+    SELECT p.pos::text AS "changePosition", p.k AS "changeKey", CASE WHEN t.${key} IS NULL THEN p.deleted_at END AS "changeDeletedAt", ${columns}
+    FROM picked p LEFT JOIN read_model.${table} t ON t.app_id = $1 AND t.${key} = p.k AND (p.deleted_at IS NULL OR t.change_position < p.pos)
     ORDER BY p.pos, p.k, p.deleted_at NULLS FIRST`;
 }
 

@@ -158,6 +158,42 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     expect(JSON.stringify(lateBodies)).not.toContain(CAROL);
   });
 
+  it('a customer signed up again by a batch that began before the erasure committed (its row positioned below the deletion entry) stays with the client and the receiver', async () => {
+    const app = 'resignup-race';
+    const GINA = 'gina.race@example.com';
+    const ev = (id: string, receipt: string, d: number) =>
+      txEvent({ app, time: day(d), data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, purchaseId: `apple:p-${receipt}`, expirationDate: day(d + 30), applicationUsername: GINA } });
+    const endpoint = await register(false, app);
+    await project(db.dataSource, [ev('g-1', 'r-g', 1)]);
+    const token = api.token(app);
+    const client = new Map<string, Row>();
+    const seen: Row[] = [];
+    const cursor = await sync(api, token, 'customers', '0', client, seen);
+    await deliver(app);
+    expect([...client.keys()]).toEqual([GINA]);
+
+    await project(db.dataSource, [{ ...erasure(GINA, day(40)), appid: app }]);
+    await project(db.dataSource, [ev('g-2', 'r-g2', 42)]);
+    // A position is its writer's transaction id, taken at the batch's first write: a batch of another
+    // partition that began before the erasure's and signed gina up again once the erasure had
+    // committed leaves her new row below the deletion entry (the replica property test met this).
+    await db.dataSource.query(
+      `UPDATE read_model.customers c SET change_position = d.change_position - 1 FROM public.feed_deletions d
+       WHERE c.app_id = $1 AND d.app_id = $1 AND d.feed_table = 'customers' AND d.row_key = c.application_username`,
+      [app],
+    );
+    seen.length = 0;
+    await sync(api, token, 'customers', cursor, client, seen);
+    await deliver(app);
+    const listed = await listAll(api, token, 'customers');
+    expect([...listed.keys()]).toEqual([GINA]);
+    expect(listed.get(GINA)!.receiptIds).toEqual(['apple:r-g2']);
+    expect(seen.filter((r) => r.deleted === true)).toEqual([]);
+    expect(client).toEqual(listed);
+    expect(received.get(endpoint)!.customers).toEqual(listed);
+    expect(received.get(endpoint)!.types).not.toContain('customer.deleted');
+  });
+
   it('a rebuild from a partial log (--allow-partial-history) announces the customers and transactions it drops: the client and the receiver end equal to both listings', async () => {
     const app = 'partial-feed';
     const topic = 'partial-feed-log';
