@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import fc from 'fast-check';
 import { applyBatch } from '../../src/projection/apply-batch.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
-import { drainFeed, feedStepEvent, listAll, ROW_KEY, type Listing, type Row } from '../utils/change-feed.js';
+import { drainFeed, erasureEvent, feedStepEvent, listAll, ROW_KEY, type Listing, type Row } from '../utils/change-feed.js';
 import { expectEventually } from '../utils/expect-eventually.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
 import { createReplicatedDatabase, type ReplicatedDatabase } from '../utils/replicas.js';
@@ -11,8 +11,6 @@ import { createReplicatedDatabase, type ReplicatedDatabase } from '../utils/repl
 // lagging or paused, against the same API served from the primary. One file: pausing replay is
 // cluster-wide, and two files pausing and waiting on the same standbys would wait on each other.
 jest.setTimeout(180_000);
-
-const erased = (app: string, user: string, time: string) => ({ specversion: '1.0', id: `erase-${app}-${user}-${time}`, source: 'test', type: 'customer.erased', time, appid: app, data: { applicationUsername: user } });
 
 describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
   let db: ReplicatedDatabase;
@@ -115,7 +113,7 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
     await project(db.dataSource, [txEvent({ time: '2024-01-02T00:00:00Z', data: { transactionId: 'apple:a', purchaseDate: '2024-01-02T00:00:00Z', applicationUsername: 'alice' } })]);
     await db.caughtUp();
     await db.pause(0);
-    await project(db.dataSource, [erased('app-1', 'alice', '2024-01-03T00:00:00Z')]);
+    await project(db.dataSource, [erasureEvent('app-1', 'alice', '2024-01-03T00:00:00Z')]);
     const token = primary.token('app-1');
     // Began on the primary after the erasure: bob only, and alice is never to be named to it.
     const first = await primary.get('/v2/customers?changedAfter=0&limit=1', token);
@@ -205,7 +203,7 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
         steps.forEach((s, i) => {
           const event =
             s.kind === 'erase' && s.user
-              ? erased(app, s.user, `2024-02-${String((i % 28) + 1).padStart(2, '0')}T12:00:00Z`)
+              ? erasureEvent(app, s.user, `2024-02-${String((i % 28) + 1).padStart(2, '0')}T12:00:00Z`)
               : feedStepEvent(app, i, s, s.kind === 'move', 3);
           const offset = offsets[s.partition]++;
           partitions[s.partition] = partitions[s.partition].then(async () => {

@@ -12,7 +12,11 @@ export async function drainFeed(api: TestApp, token: string, listing: Listing, c
   for (;;) {
     const res = await api.get(`/v2/${listing}?changedAfter=${encodeURIComponent(cursor)}&limit=${limit}`, token);
     if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
-    for (const row of res.body.rows as Row[]) received.set(row[ROW_KEY[listing]] as string, row);
+    for (const row of res.body.rows as Row[]) {
+      // a deletion entry (docs/change-feed.md, "Deletions"): the client drops its copy
+      if (row.deleted === true) received.delete(row[ROW_KEY[listing]] as string);
+      else received.set(row[ROW_KEY[listing]] as string, row);
+    }
     cursor = res.body.paging.next;
     if (res.body.rows.length === 0) return cursor;
   }
@@ -73,6 +77,17 @@ export async function feedSettled(db: DataSource, appId: string): Promise<boolea
 
 /** One generated step of the feed property tests (test/change-feed, test/replicas). */
 export type FeedStep = { tx: number; user: string | null; expiresDay: number; refunded: boolean };
+
+/** customer.erased naming the user (docs/privacy.md). */
+export const erasureEvent = (app: string, user: string, time: string) => ({
+  specversion: '1.0',
+  id: `erase-${app}-${user}-${time}`,
+  source: 'test',
+  type: 'customer.erased',
+  time,
+  appid: app,
+  data: { applicationUsername: user },
+});
 
 /**
  * The event of step `i`: with `move` (and a user), the step's receipt moving to that user; otherwise
