@@ -15,11 +15,15 @@ const RECEIPT_LOCK_SPACE = 727_003;
  * bucket wait too. A full fetch touches every bucket, so large batches run from here to their commit
  * one at a time, as the day-count rows they share (same app, same days) already made them.
  */
-const RECEIPT_LOCK_BUCKETS = 64;
+export const RECEIPT_LOCK_BUCKETS = 64;
 /** First key of the two-key advisory locks on applications, shared by every batch, exclusive for one that erases. */
 const APP_LOCK_SPACE = 727_005;
-/** Applications are locked by hash bucket too, so a batch of many apps stays within the lock table. */
-const APP_LOCK_BUCKETS = 16;
+/**
+ * Applications are locked by hash bucket too, so a batch of many apps takes at most 8 more locks:
+ * 64 + 8 + the live-projection lock, a little over the per-transaction allowance, which is an
+ * average (the lock table holds max_locks_per_transaction x max_connections entries for all).
+ */
+export const APP_LOCK_BUCKETS = 8;
 
 export const sql = (schema: string) => ({
   /**
