@@ -9,6 +9,7 @@ import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, Pri
 @Index('customers_unstamped_idx', ['appId'], { where: 'change_position IS NULL' })
 @Index('customers_access_end_idx', ['appId', 'expirationDate'])
 @Index('customers_product_idx', ['appId', 'currentProductId', 'expirationDate'])
+@Index('customers_grace_idx', ['appId', 'graceFrom'], { where: 'grace_from IS NOT NULL' })
 export class CustomerEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
   @PrimaryColumn({ name: 'application_username', type: 'text' }) applicationUsername: string;
@@ -45,6 +46,21 @@ export class TransactionFilterDayCountEntity {
   /** sandbox IS TRUE of the rows counted: false stands for every row not marked sandbox. */
   @PrimaryColumn({ type: 'boolean' }) sandbox: boolean;
   @PrimaryColumn({ type: 'date' }) day: string;
+  @Column({ type: 'bigint' }) n: string;
+}
+
+/**
+ * Exact customers per application and the values the customer filters read, kept by the projection
+ * (docs/api.md "Customer filters"): no access end is '-infinity', no grace 'infinity'.
+ */
+@Entity({ schema: 'read_model', name: 'customer_filter_counts' })
+export class CustomerFilterCountEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @PrimaryColumn({ name: 'end_day', type: 'date' }) endDay: string;
+  @PrimaryColumn({ name: 'product_id', type: 'text' }) productId: string;
+  @PrimaryColumn({ name: 'renewal_intent', type: 'text' }) renewalIntent: string;
+  @PrimaryColumn({ name: 'grace_day', type: 'date' }) graceDay: string;
+  @PrimaryColumn({ name: 'billing_retry', type: 'boolean' }) billingRetry: boolean;
   @Column({ type: 'bigint' }) n: string;
 }
 
@@ -251,6 +267,7 @@ export const ENTITIES = [
   WebhookDeliveryEntity,
   TransactionDayCountEntity,
   TransactionFilterDayCountEntity,
+  CustomerFilterCountEntity,
   CustomerDayCountEntity,
   ReadModelGenerationEntity,
   RebuildEntity,

@@ -202,6 +202,20 @@ export const sql = (schema: string) => ({
     USING json_to_recordset($1::json) AS k(app_id text, product_id text, platform text, sandbox boolean, day date)
     WHERE (d.app_id, d.product_id, d.platform, d.sandbox, d.day) = (k.app_id, k.product_id, k.platform, k.sandbox, k.day) AND d.n = 0`,
 
+  /** CustomerCellDelta[] as JSON. */
+  addCustomerCells: `
+    INSERT INTO ${schema}.customer_filter_counts AS d (app_id, end_day, product_id, renewal_intent, grace_day, billing_retry, n)
+    SELECT app_id, end_day, product_id, renewal_intent, grace_day, billing_retry, n
+    FROM json_to_recordset($1::json) AS k(app_id text, end_day date, product_id text, renewal_intent text, grace_day date, billing_retry boolean, n bigint)
+    ORDER BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT (app_id, end_day, product_id, renewal_intent, grace_day, billing_retry) DO UPDATE SET n = d.n + excluded.n`,
+
+  dropEmptyCustomerCells: `
+    DELETE FROM ${schema}.customer_filter_counts d
+    USING json_to_recordset($1::json) AS k(app_id text, end_day date, product_id text, renewal_intent text, grace_day date, billing_retry boolean)
+    WHERE (d.app_id, d.end_day, d.product_id, d.renewal_intent, d.grace_day, d.billing_retry) = (k.app_id, k.end_day, k.product_id, k.renewal_intent, k.grace_day, k.billing_retry)
+      AND d.n = 0`,
+
   insertDeadLetters: `
     INSERT INTO public.dead_letters (topic, partition, "offset", key, value, code, reason)
     SELECT $1, $2, o, k, v, c, r FROM unnest($3::bigint[], $4::bytea[], $5::bytea[], $6::text[], $7::text[]) AS d(o, k, v, c, r)

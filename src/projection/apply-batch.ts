@@ -6,6 +6,7 @@ import { sql } from './apply-batch.sql.js';
 import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary } from './customer-summaries.js';
 import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
+import { customerCellDeltas, NO_FACTS, type CustomerCellChange } from './customer-cells.js';
 import { dayCountDeltas, filterCellOf, filterCountDeltas, sumDayDeltas, utcDay, type DayDelta, type FilterCell, type FilterCountDelta } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, snapshotWins, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
@@ -153,8 +154,12 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
       // Erasures (docs/privacy.md): events naming an erased customer at or before the erasure name no one.
       const erased = await erasuresFor(m, schema, events);
       const counts = await writeChanges(m, schema, projectEvents(events, erased.isErased));
-      const erasedDays = await applyErasures(m, schema, erased.erasures, schema === LIVE_SCHEMA);
-      await writeCounts(m, schema, { ...counts, customerDays: [...counts.customerDays, ...erasedDays] });
+      const erasedCounts = await applyErasures(m, schema, erased.erasures, schema === LIVE_SCHEMA);
+      await writeCounts(m, schema, {
+        ...counts,
+        customerDays: [...counts.customerDays, ...erasedCounts.days],
+        customerCells: [...counts.customerCells, ...erasedCounts.cells],
+      });
       applied = events;
     }
     if (deadLetters.length > 0) {
@@ -368,6 +373,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   for (const c of seen) customerKeys.set(key2(c.app_id, c.application_username), { app_id: c.app_id, name: c.application_username });
   const customers = sorted([...customerKeys.values()], (c) => key2(c.app_id, c.name));
   const customerDays: Parameters<typeof dayCountDeltas>[0] = [];
+  const customerCells: CustomerCellChange[] = [];
   const storedFacts = new Map<string, CustomerFacts>();
   if (customers.length > 0) {
     // New ones first, then every one locked: a customer another partition's batch created meanwhile
@@ -375,6 +381,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     const args = [seen.map((c) => c.app_id), seen.map((c) => c.application_username), seen.map((c) => c.first_seen_at)];
     const inserted = seen.length === 0 ? [] : ((await m.query(q.insertNewCustomers, args)) as { app_id: string; application_username: string }[]);
     const isNew = new Set(inserted.map((r) => key2(r.app_id, r.application_username)));
+    for (const r of inserted) customerCells.push({ app_id: r.app_id, after: NO_FACTS });
     const locked = (await m.query(q.lockCustomers, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as LockedCustomer[];
     const before = new Map(locked.map((r) => [key2(r.app_id, r.application_username), r.first_seen_at]));
     for (const r of locked) {
@@ -425,20 +432,23 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     if (next === undefined) rederive.push(c);
     else extended.push({ ...c, facts: next });
   }
-  await refreshSummaries(m, schema, rederive, extended, writes);
+  for (const stored of await refreshSummaries(m, schema, rederive, extended, writes)) {
+    const before = storedFacts.get(key2(stored.app_id, stored.name));
+    if (before) customerCells.push({ app_id: stored.app_id, before, after: stored.facts }); // no row, nothing stored
+  }
 
-  return { cells: filterCountDeltas(txCells), customerDays: dayCountDeltas(customerDays) };
+  return { cells: filterCountDeltas(txCells), customerDays: dayCountDeltas(customerDays), customerCells };
 }
 
 /** What a batch changes in the kept counts, written by writeCounts once everything else is. */
-type CountChanges = { cells: FilterCountDelta[]; customerDays: DayDelta[] };
+type CountChanges = { cells: FilterCountDelta[]; customerDays: DayDelta[]; customerCells: CustomerCellChange[] };
 
 /**
  * Writes the batch's count changes, last of all its writes: every concurrent batch of the app
  * writes the same count rows, so they are held from here to the commit only, and no batch holding
  * them waits for a customer or transaction row (erasures included) another batch holds.
  */
-async function writeCounts(m: EntityManager, schema: string, { cells, customerDays }: CountChanges): Promise<void> {
+async function writeCounts(m: EntityManager, schema: string, { cells, customerDays, customerCells }: CountChanges): Promise<void> {
   const q = sql(schema);
   // a transaction's day count changes exactly as its filter counts do, summed over the day
   for (const [table, deltas] of [['transaction_day_counts', sumDayDeltas(cells)], ['customer_day_counts', sumDayDeltas(customerDays)]] as const) {
@@ -451,6 +461,12 @@ async function writeCounts(m: EntityManager, schema: string, { cells, customerDa
     await m.query(q.addFilterCounts, [JSON.stringify(cells)]);
     const emptied = cells.filter((d) => d.n < 0);
     if (emptied.length > 0) await m.query(q.dropEmptyFilterCounts, [JSON.stringify(emptied)]);
+  }
+  const customerDeltas = customerCellDeltas(customerCells);
+  if (customerDeltas.length > 0) {
+    await m.query(q.addCustomerCells, [JSON.stringify(customerDeltas)]);
+    const emptied = customerDeltas.filter((d) => d.n < 0);
+    if (emptied.length > 0) await m.query(q.dropEmptyCustomerCells, [JSON.stringify(emptied)]);
   }
 }
 

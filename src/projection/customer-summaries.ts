@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { summarizeCustomer, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import type { TransactionRow } from './project-events.js';
 import { customerSummarySql } from './customer-summary.sql.js';
+import { recountCustomerCellsSql } from './customer-cells.js';
 
 export type CustomerKey = { app_id: string; name: string };
 
@@ -23,8 +24,10 @@ const key = (appId: string, name: string) => `${appId}\u0000${name}`;
  */
 export type BatchWrites = { byReceipt: ReadonlyMap<string, readonly TransactionRow[]>; keys: ReadonlySet<string>; partial: readonly string[] };
 
+/** A customer's summary as stored. */
+export type StoredSummary = CustomerKey & { facts: CustomerFacts };
 /** A summary the caller derived without reading the customer's transactions (extendSummary). */
-export type ExtendedSummary = CustomerKey & { facts: CustomerFacts };
+export type ExtendedSummary = StoredSummary;
 
 /** What the rules read of a transaction row, in the projection's row image. */
 export const lifecycleOf = (t: TransactionFacts): LifecycleTransaction => ({
@@ -49,7 +52,8 @@ export const lifecycleOf = (t: TransactionFacts): LifecycleTransaction => ({
 /**
  * Recomputes the summaries of the given customers (sorted by key, rows already locked by the
  * caller) from the transactions of the receipts they own now, and stores them with the `extended`
- * ones, whose receipts did not change.
+ * ones, whose receipts did not change. Returns what it stored, for the callers' counts (a customer
+ * without a row is stored nowhere: only the callers know which rows exist).
  */
 export async function refreshSummaries(
   m: Pick<EntityManager, 'query'>,
@@ -57,8 +61,8 @@ export async function refreshSummaries(
   customers: readonly CustomerKey[],
   extended: readonly ExtendedSummary[] = [],
   writes?: BatchWrites,
-): Promise<void> {
-  if (customers.length === 0 && extended.length === 0) return;
+): Promise<StoredSummary[]> {
+  if (customers.length === 0 && extended.length === 0) return [];
   const q = customerSummarySql(schema);
   const rows =
     customers.length === 0
@@ -82,10 +86,17 @@ export async function refreshSummaries(
     }
     if (typeof r.transaction_id === 'string' && !writes?.keys.has(key(r.app_id, r.transaction_id))) transactions.push(lifecycleOf(r as TransactionFacts));
   }
-  const summary = (c: CustomerKey, facts: CustomerFacts, receipt_ids?: string[]) => ({
-    app_id: c.app_id,
-    application_username: c.name,
-    // left out (undefined): the stored list stays
+  const stored: (StoredSummary & { receipt_ids?: string[] })[] = [
+    ...customers.map((c) => {
+      const k = key(c.app_id, c.name);
+      return { ...c, facts: summarizeCustomer(owned.get(k) ?? []), receipt_ids: receiptIds.get(k) ?? [] };
+    }),
+    // receipt_ids left out (undefined): the stored list stays
+    ...extended.map((e) => ({ app_id: e.app_id, name: e.name, facts: e.facts })),
+  ];
+  const summaries = stored.map(({ app_id, name, facts, receipt_ids }) => ({
+    app_id,
+    application_username: name,
     receipt_ids,
     transaction_count: facts.transactionCount,
     last_purchase_date: facts.lastPurchaseDate,
@@ -95,25 +106,25 @@ export async function refreshSummaries(
     current_product_id: facts.productId,
     grace_from: facts.graceFrom,
     billing_retry: facts.billingRetry,
-  });
-  const summaries = [
-    ...customers.map((c) => {
-      const k = key(c.app_id, c.name);
-      return summary(c, summarizeCustomer(owned.get(k) ?? []), receiptIds.get(k) ?? []);
-    }),
-    ...extended.map((e) => summary(e, e.facts)),
-  ];
+  }));
   await m.query(q.store, [JSON.stringify(summaries)]);
+  return stored;
 }
 
-/** Re-derives every customer's summary, a chunk of customers per statement (migrations, bulk loads). */
+
+/** Re-derives every customer's summary, a chunk of customers per statement (migrations, bulk loads), and counts their filter cells again. */
 export async function refreshAllSummaries(m: Pick<EntityManager, 'query'>, schema: string, chunk = 2000): Promise<number> {
   const q = customerSummarySql(schema);
   let after = { app_id: '', application_username: '' };
   let done = 0;
   for (;;) {
     const keys = (await m.query(q.keysAfter, [after.app_id, after.application_username, chunk])) as { app_id: string; application_username: string }[];
-    if (keys.length === 0) return done;
+    if (keys.length === 0) {
+      // A schema from before migration CustomerFilterCounts1765800000000 keeps no cells: that migration counts them.
+      const [{ kept }] = (await m.query(`SELECT to_regclass('${schema}.customer_filter_counts') IS NOT NULL AS kept`)) as { kept: boolean }[];
+      if (kept) for (const statement of recountCustomerCellsSql(schema)) await m.query(statement);
+      return done;
+    }
     await refreshSummaries(m, schema, keys.map((k) => ({ app_id: k.app_id, name: k.application_username })));
     done += keys.length;
     after = keys[keys.length - 1];

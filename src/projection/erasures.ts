@@ -9,6 +9,7 @@ import { erasureHash, erasureKey } from '../customers/erase-customer/erasure-has
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { iso } from './customer-summary.sql.js';
 import { refreshSummaries } from './customer-summaries.js';
+import type { CellFacts, CustomerCellChange } from './customer-cells.js';
 import { utcDay, type DayDelta } from './day-counts.js';
 import type { IsErased } from './project-events.js';
 
@@ -69,10 +70,11 @@ export async function erasuresFor(m: Manager, schema: string, events: readonly P
  * the change feed on the live schema) unless an event after the erasure named them. Deliveries
  * queued for the customer go (customer.updated) or lose the name in their order key (transactions).
  * Scans the application's receipts and customers once per batch that holds erasures (rare).
- * Returns the customer day-count changes, which the batch writes with its own, last (writeCounts).
+ * Returns the customer count changes (per first-seen day, per filter cell), which the batch writes
+ * with its own, last (writeCounts).
  */
-export async function applyErasures(m: Manager, schema: string, erasures: readonly BatchErasure[], live: boolean): Promise<DayDelta[]> {
-  if (erasures.length === 0) return [];
+export async function applyErasures(m: Manager, schema: string, erasures: readonly BatchErasure[], live: boolean): Promise<{ days: DayDelta[]; cells: CustomerCellChange[] }> {
+  if (erasures.length === 0) return { days: [], cells: [] };
   const latest = new Map<string, BatchErasure>();
   for (const e of erasures) {
     const known = latest.get(k2(e.app_id, e.username_hash));
@@ -95,14 +97,16 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
   );
   // The customers erased, found by hash (one scan of the applications' customers), locked.
   const customers = (await m.query(
-    `SELECT c.app_id, c.application_username, ${iso('c.first_seen_at')} AS first_seen_at, ${iso('k.erased_at')} AS erased_at
+    `SELECT c.app_id, c.application_username, ${iso('c.first_seen_at')} AS first_seen_at, ${iso('k.erased_at')} AS erased_at,
+            ${iso('c.expiration_date')} AS "expirationDate", c.current_product_id AS "productId", c.renewal_intent AS "renewalIntent",
+            ${iso('c.grace_from')} AS "graceFrom", c.billing_retry AS "billingRetry"
      FROM ${schema}.customers c
      JOIN unnest($1::text[], $2::text[], $3::timestamptz[]) AS k(app_id, h, erased_at)
        ON c.app_id = k.app_id AND public.erasure_hash(c.app_id, c.application_username) = k.h
      ORDER BY c.app_id, c.application_username FOR UPDATE OF c`,
     args,
-  )) as { app_id: string; application_username: string; first_seen_at: string; erased_at: string }[];
-  if (customers.length === 0) return [];
+  )) as ({ app_id: string; application_username: string; first_seen_at: string; erased_at: string } & CellFacts)[];
+  if (customers.length === 0) return { days: [], cells: [] };
   const names = [customers.map((c) => c.app_id), customers.map((c) => c.application_username), customers.map((c) => c.erased_at)];
   // Receipts their links won at or before the erasure: no owner any more.
   await m.query(
@@ -150,9 +154,13 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
       [moved.map((c) => c.app_id), moved.map((c) => c.name), moved.map((c) => c.to)],
     );
   }
-  await refreshSummaries(m, schema, kept);
+  const facts = new Map<string, CellFacts>(customers.map((c) => [k2(c.app_id, c.application_username), c]));
+  const cells: CustomerCellChange[] = gone.map((c) => ({ app_id: c.app_id, before: c }));
+  for (const stored of await refreshSummaries(m, schema, kept)) {
+    cells.push({ app_id: stored.app_id, before: facts.get(k2(stored.app_id, stored.name)), after: stored.facts });
+  }
   if (live && gone.length > 0) await forgetDeliveries(m, gone);
-  return days;
+  return { days, cells };
 }
 
 /**

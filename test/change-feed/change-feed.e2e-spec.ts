@@ -104,13 +104,14 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
   });
 
   it('never skips a change that commits after a later-ordered one (high-water mark)', async () => {
+    // Days and access ends apart: batches sharing a count row (a day's, an access-end day's) commit in turn.
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let heldWritten!: () => void;
     const written = new Promise<void>((r) => (heldWritten = r));
     const held = applyBatch(
       db.dataSource,
-      { topic: 'p', partition: 0, messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:held', purchaseDate: '2024-01-01T00:00:00Z', applicationUsername: 'held' } }))) }] },
+      { topic: 'p', partition: 0, messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:held', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2024-02-01T00:00:00Z', applicationUsername: 'held' } }))) }] },
       {
         beforeCommit: async () => {
           heldWritten();
@@ -122,7 +123,7 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
     await applyBatch(db.dataSource, {
       topic: 'p',
       partition: 1,
-      messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(txEvent({ time: '2024-01-02T00:00:00Z', data: { transactionId: 'apple:later', purchaseDate: '2024-01-02T00:00:00Z', applicationUsername: 'later' } }))) }],
+      messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(txEvent({ time: '2024-01-02T00:00:00Z', data: { transactionId: 'apple:later', purchaseDate: '2024-01-02T00:00:00Z', expirationDate: '2024-02-02T00:00:00Z', applicationUsername: 'later' } }))) }],
     });
     // The later batch has committed, but a row ordered before it may still commit: nothing yet.
     const received = new Map<string, Row>();

@@ -3,6 +3,7 @@ import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { linkEvent, txEvent } from '../utils/events.js';
 import { countRows, projectFromScratch, snapshotReadModels } from '../utils/read-models.js';
 import { prng, scenarioEvents, toBuffers } from '../utils/scenario.js';
+import { erasureEvent } from '../utils/change-feed.js';
 
 // given / when / then against real PostgreSQL through the projection's write path.
 
@@ -139,6 +140,46 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
     await applyBatch(a.dataSource, batch(values.slice(0, 2)));
     expect(await applyBatch(a.dataSource, batch(values.slice(3), 3))).toEqual({ kind: 'gap', storedOffset: '2' });
     expect(await applyBatch(a.dataSource, batch(values.slice(3), 3), { logStartOffset: '3' })).toMatchObject({ kind: 'applied' });
+  });
+
+  it('given customers, when one renews and turns auto-renew off, a receipt moves to a new customer and one is erased, then their filter cells follow', async () => {
+    const cells = async () =>
+      a.dataSource.query(`SELECT end_day::text, product_id, renewal_intent, n::int FROM read_model.customer_filter_counts WHERE grace_day = 'infinity' AND NOT billing_retry ORDER BY 1, 2, 3`);
+    const buy = (id: string, receipt: string, user: string, productId: string, time: string, expirationDate: string, renewalIntent: string, purchaseId?: string) =>
+      txEvent({ time, data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, applicationUsername: user, productId, purchaseDate: time, expirationDate, renewalIntent, ...(purchaseId ? { purchaseId } : {}) } });
+    let offset = 0;
+    const apply = async (events: Record<string, unknown>[]) => {
+      const values = toBuffers(events);
+      await applyBatch(a.dataSource, batch(values, offset));
+      offset += values.length;
+    };
+    await apply([
+      buy('a1', 'r-a', 'ann', 'apple:monthly', '2024-03-01T00:00:00Z', '2024-04-01T00:00:00Z', 'Renew'),
+      buy('b1', 'r-b', 'bob', 'apple:yearly', '2024-03-01T00:00:00Z', '2025-03-01T00:00:00Z', 'Renew'),
+    ]);
+    expect(await cells()).toEqual([
+      { end_day: '2024-04-01', product_id: 'apple:monthly', renewal_intent: 'Renew', n: 1 },
+      { end_day: '2025-03-01', product_id: 'apple:yearly', renewal_intent: 'Renew', n: 1 },
+    ]);
+    await apply([buy('a2', 'r-a', 'ann', 'apple:monthly', '2024-04-01T00:00:00Z', '2024-05-01T00:00:00Z', 'Lapse', 'apple:p-apple:a1')]);
+    expect(await cells()).toEqual([
+      { end_day: '2024-05-01', product_id: 'apple:monthly', renewal_intent: 'Lapse', n: 1 },
+      { end_day: '2025-03-01', product_id: 'apple:yearly', renewal_intent: 'Renew', n: 1 },
+    ]);
+    // bob's receipt goes to carl: bob keeps his row with no subscription (status none)
+    await apply([linkEvent({ time: '2024-04-10T00:00:00Z', receiptId: 'apple:r-b', user: 'carl' })]);
+    expect(await cells()).toEqual([
+      { end_day: '-infinity', product_id: '', renewal_intent: '', n: 1 },
+      { end_day: '2024-05-01', product_id: 'apple:monthly', renewal_intent: 'Lapse', n: 1 },
+      { end_day: '2025-03-01', product_id: 'apple:yearly', renewal_intent: 'Renew', n: 1 },
+    ]);
+    await apply([erasureEvent('app-1', 'ann', '2024-04-20T00:00:00Z')]);
+    expect(await cells()).toEqual([
+      { end_day: '-infinity', product_id: '', renewal_intent: '', n: 1 },
+      { end_day: '2025-03-01', product_id: 'apple:yearly', renewal_intent: 'Renew', n: 1 },
+    ]);
+    // the kept cells are what the rows add up to (snapshotReadModels counts them again and compares)
+    await snapshotReadModels(a.dataSource);
   });
 
   it('concurrent batches of different partitions touching the same customers neither deadlock nor lose rows', async () => {

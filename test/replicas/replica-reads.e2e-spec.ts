@@ -78,11 +78,12 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
     const gate = new Promise<void>((r) => (release = r));
     let heldWritten!: () => void;
     const written = new Promise<void>((r) => (heldWritten = r));
-    // Different days: on the same day the later batch would wait for the held one's day-count row.
+    // Different days, access ending on different days: sharing a day the later batch would wait for
+    // the held one's count rows (the day counts; the customer counts by access-end day).
     const batch = (partition: number, transactionId: string, user: string, day: string) => ({
       topic: 'p',
       partition,
-      messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(txEvent({ time: `${day}T00:00:00Z`, data: { transactionId, purchaseDate: `${day}T00:00:00Z`, applicationUsername: user } }))) }],
+      messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(txEvent({ time: `${day}T00:00:00Z`, data: { transactionId, purchaseDate: `${day}T00:00:00Z`, expirationDate: `${day}T12:00:00Z`, applicationUsername: user } }))) }],
     });
     const held = applyBatch(db.dataSource, batch(0, 'apple:held', 'held', '2024-01-01'), {
       beforeCommit: async () => {

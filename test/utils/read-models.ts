@@ -7,15 +7,27 @@ const withoutPosition = (rows: Record<string, unknown>[]) => rows.map(({ change_
 
 /** Every read-model row, in a stable order: what "equal read models" compares. */
 export async function snapshotReadModels(db: DataSource, schema = 'read_model') {
-  const [customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays] = await Promise.all([
+  const cells = `SELECT app_id, end_day::text, product_id, renewal_intent, grace_day::text, billing_retry, n::int FROM ${schema}.customer_filter_counts ORDER BY 1, 2, 3, 4, 5, 6`;
+  // The same cells counted from the customer rows, written here again (not src/'s CELL_COLUMNS).
+  const cellsOfRows = `
+    SELECT app_id, coalesce(to_char(expiration_date AT TIME ZONE 'UTC', 'YYYY-MM-DD'), '-infinity') AS end_day, coalesce(current_product_id, '') AS product_id,
+           coalesce(renewal_intent, '') AS renewal_intent, coalesce(to_char(grace_from AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 'infinity') AS grace_day, billing_retry, count(*)::int AS n
+    FROM ${schema}.customers GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6`;
+  const [customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays, customerCells, customerCellsOfRows] = await Promise.all([
     db.query(`SELECT * FROM ${schema}.customers ORDER BY app_id, application_username`).then(withoutPosition),
     db.query(`SELECT * FROM ${schema}.receipts ORDER BY app_id, receipt_id`),
     db.query(`SELECT * FROM ${schema}.transactions ORDER BY app_id, transaction_id`).then(withoutPosition),
     db.query(`SELECT app_id, day::text, n::int FROM ${schema}.transaction_day_counts ORDER BY 1, 2`),
     db.query(`SELECT app_id, product_id, platform, sandbox, day::text, n::int FROM ${schema}.transaction_filter_day_counts ORDER BY 1, 2, 3, 4, 5`),
     db.query(`SELECT app_id, day::text, n::int FROM ${schema}.customer_day_counts ORDER BY 1, 2`),
+    db.query(cells),
+    db.query(cellsOfRows),
   ]);
-  return { customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays };
+  // Kept by the projection batch by batch, they must be what the rows add up to at every snapshot.
+  if (JSON.stringify(customerCells) !== JSON.stringify(customerCellsOfRows)) {
+    throw new Error(`customer_filter_counts drifted from the customer rows:\nkept ${JSON.stringify(customerCells)}\nrows ${JSON.stringify(customerCellsOfRows)}`);
+  }
+  return { customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays, customerCells };
 }
 
 /** The reference: the same events projected from scratch in one batch into a fresh database. */

@@ -1,0 +1,53 @@
+import { customerCellDeltas, customerCellOf, NO_FACTS, type CellFacts } from './customer-cells.js';
+
+const monthly: CellFacts = { expirationDate: '2026-04-01T23:30:00.000Z', productId: 'apple:monthly', renewalIntent: 'Renew', graceFrom: null, billingRetry: false };
+
+describe('customerCellOf', () => {
+  it('files a customer under the UTC days of its access end and grace start, and the values the filters read', () => {
+    expect(customerCellOf(monthly)).toEqual({ end_day: '2026-04-01', product_id: 'apple:monthly', renewal_intent: 'Renew', grace_day: 'infinity', billing_retry: false });
+    expect(customerCellOf({ ...monthly, expirationDate: '2026-04-17T00:00:00.000Z', graceFrom: '2026-04-01T00:00:00.000Z', billingRetry: true })).toEqual({
+      end_day: '2026-04-17',
+      product_id: 'apple:monthly',
+      renewal_intent: 'Renew',
+      grace_day: '2026-04-01',
+      billing_retry: true,
+    });
+  });
+
+  it('a customer without a subscription (status none): no access end, no product or intent', () => {
+    expect(customerCellOf(NO_FACTS)).toEqual({ end_day: '-infinity', product_id: '', renewal_intent: '', grace_day: 'infinity', billing_retry: false });
+  });
+});
+
+describe('customerCellDeltas', () => {
+  const renewed: CellFacts = { ...monthly, expirationDate: '2026-05-01T23:30:00.000Z' };
+  const cell = (end_day: string, n: number, extra: Partial<ReturnType<typeof customerCellOf>> = {}) => ({
+    app_id: 'a',
+    end_day,
+    product_id: 'apple:monthly',
+    renewal_intent: 'Renew',
+    grace_day: 'infinity',
+    billing_retry: false,
+    n,
+    ...extra,
+  });
+
+  it('a new row adds one to the cell of no subscription; its first summary moves it on', () => {
+    expect(customerCellDeltas([{ app_id: 'a', after: NO_FACTS }, { app_id: 'a', before: NO_FACTS, after: monthly }])).toEqual([cell('2026-04-01', 1)]);
+  });
+
+  it('a renewal moves the customer to its new access-end day; a summary that leaves the cell alone changes nothing', () => {
+    expect(customerCellDeltas([{ app_id: 'a', before: monthly, after: renewed }])).toEqual([cell('2026-04-01', -1), cell('2026-05-01', 1)]);
+    expect(customerCellDeltas([{ app_id: 'a', before: monthly, after: { ...monthly, expirationDate: '2026-04-01T00:00:00.000Z' } }])).toEqual([]);
+  });
+
+  it('an erased row takes one away; changes of one cell across customers add up', () => {
+    expect(
+      customerCellDeltas([
+        { app_id: 'a', before: monthly },
+        { app_id: 'a', before: renewed, after: monthly },
+        { app_id: 'a', before: renewed, after: { ...renewed, renewalIntent: 'Lapse' } },
+      ]),
+    ).toEqual([cell('2026-05-01', -2), cell('2026-05-01', 1, { renewal_intent: 'Lapse' })]);
+  });
+});
