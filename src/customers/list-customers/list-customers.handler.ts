@@ -8,7 +8,7 @@ import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { ListCustomersQuery } from './list-customers.query.js';
 import { hasFilters } from './customer-filters.js';
-import { customerPageSql, customerPageStartSql, customersByNameSql, filteredCustomersSql, type CustomerRow, type PageStartRow } from './list-customers.sql.js';
+import { customerPageSql, customerPageStartSql, customersByNameSql, customerTotalSql, filteredCustomersSql, type CustomerRow, type PageStartRow } from './list-customers.sql.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
@@ -27,10 +27,11 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
       return { rows: toSummaries(rows, now), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
     }
     if (hasFilters(query.filters)) {
-      const { count, page } = filteredCustomersSql(query, now);
+      const count = customerTotalSql(query, now);
       const [counted] = await preparedQuery<{ total: string }>(db, count.name, count.sql, count.params);
       const paging = { skip: query.skip, limit: query.limit, total: Number(counted.total) };
       if (query.limit === 0 || query.skip >= paging.total) return { rows: [], paging };
+      const page = filteredCustomersSql(query, now);
       return { rows: toSummaries(await preparedQuery<CustomerRow>(db, page.name, page.sql, page.params), now), paging };
     }
     const [start] = await preparedQuery<PageStartRow>(db, 'customers-page-start', customerPageStartSql, [query.appId, query.skip]);

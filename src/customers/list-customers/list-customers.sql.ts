@@ -1,6 +1,7 @@
 import type { StoredCustomerFacts } from '../customer-info.js';
 import type { ListCustomersQuery } from './list-customers.query.js';
-import { filterConditions } from './customer-filters.js';
+import { filterConditions, type CustomerFilters } from './customer-filters.js';
+import type { CustomerStatus } from '../customer-status.js';
 
 /** A customer row: its name, receipts and the kept summary facts customerInfo is derived from. */
 export type CustomerRow = StoredCustomerFacts & { applicationUsername: string; receiptIds: string[] };
@@ -46,28 +47,95 @@ export function customersByNameSql(q: ListCustomersQuery, now: Date): { name: st
   };
 }
 
+/** The UTC day of a timestamptz parameter, and a row's timestamptz column falling on that day (an index range). */
+const dayOfParam = (p: string) => `((${p}::timestamptz AT TIME ZONE 'UTC')::date)`;
+const onDayOf = (column: string, p: string) =>
+  `(${column} >= (${dayOfParam(p)}::timestamp AT TIME ZONE 'UTC') AND ${column} < ((${dayOfParam(p)} + 1)::timestamp AT TIME ZONE 'UTC'))`;
+
 /**
- * A filtered page and its exact total. The total counts the rows the filters qualify on the
- * narrowest index (customers_access_end_idx for status and the expiry bounds: each status is a range
- * of expiration_date around the request's instant; customers_product_idx for productId), so it is
- * exact at the instant asked whatever changed since: nothing time-dependent is stored. The page
- * walks customers_page_idx in the listing's order, keeping the matching rows.
+ * statusPredicate on a cell of customer_filter_counts, for a cell whose access end and grace start
+ * are on other days than the instant's (`day`): then each status is decided by the days alone.
  */
-export function filteredCustomersSql(q: ListCustomersQuery, now: Date): { count: { name: string; sql: string; params: unknown[] }; page: { name: string; sql: string; params: unknown[] } } {
+function cellStatus(status: CustomerStatus, day: string): string {
+  switch (status) {
+    case 'none':
+      return `c.end_day = '-infinity'`;
+    case 'active':
+      return `(c.end_day > ${day} AND c.grace_day > ${day})`;
+    case 'grace_period':
+      return `(c.end_day > ${day} AND c.grace_day < ${day})`;
+    case 'billing_retry':
+      return `(c.end_day < ${day} AND c.end_day > '-infinity' AND c.billing_retry)`;
+    case 'expired':
+      return `(c.end_day < ${day} AND c.end_day > '-infinity' AND NOT c.billing_retry)`;
+  }
+}
+
+/**
+ * The exact total of a filtered listing at `now`, from the counts the projection keeps
+ * (customer_filter_counts): the cells whose access end (and grace start) fall on other days than
+ * the instant's and the expiry bounds' are decided by their days and summed; the customers whose
+ * access end or grace start falls on one of those days are counted on their rows
+ * (customers_access_end_idx, customers_grace_idx), with the filters as the page applies them.
+ * Both read one snapshot, so the sum is exact at the instant asked.
+ */
+export function customerTotalSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
+  const f: CustomerFilters = q.filters;
+  const params: unknown[] = [q.appId];
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const cell: string[] = [];
+  const uncertainCells: string[] = [];
+  const uncertainRows: string[] = [];
+  if (f.statuses) {
+    const timed = f.statuses.some((s) => s !== 'none');
+    const at = timed ? param(now) : '';
+    cell.push(`(${f.statuses.map((s) => cellStatus(s, dayOfParam(at))).join(' OR ')})`);
+    if (timed) {
+      uncertainCells.push(`c.end_day = ${dayOfParam(at)}`, `c.grace_day = ${dayOfParam(at)}`);
+      uncertainRows.push(onDayOf('expiration_date', at), onDayOf('grace_from', at));
+    }
+  }
+  if (f.renewalIntent) cell.push(`c.renewal_intent = ${param(f.renewalIntent)}`);
+  if (f.productId) cell.push(`c.product_id = ${param(f.productId)}`);
+  if (f.expiresAfter) {
+    const after = param(f.expiresAfter);
+    cell.push(`c.end_day > ${dayOfParam(after)}`);
+    uncertainCells.push(`c.end_day = ${dayOfParam(after)}`);
+    uncertainRows.push(onDayOf('expiration_date', after));
+  }
+  if (f.expiresBefore) {
+    const before = param(f.expiresBefore);
+    cell.push(`c.end_day < ${dayOfParam(before)} AND c.end_day > '-infinity'`);
+    uncertainCells.push(`c.end_day = ${dayOfParam(before)}`);
+    uncertainRows.push(onDayOf('expiration_date', before));
+  }
+  if (uncertainCells.length > 0) cell.push(`NOT (${uncertainCells.join(' OR ')})`);
+  const cells = `(SELECT coalesce(sum(c.n), 0) FROM read_model.customer_filter_counts c WHERE c.app_id = $1${cell.map((x) => ` AND ${x}`).join('')})`;
+  // the rows on those days, filtered as the page filters them (parameters numbered on: every one must be used)
+  const exact = filterConditions(f, now, params.length + 1);
+  let rows = '0';
+  if (uncertainRows.length > 0) {
+    params.push(...exact.params);
+    rows = `(SELECT count(*) FROM read_model.customers WHERE app_id = $1 AND (${uncertainRows.join(' OR ')})${exact.sql})`;
+  }
+  return { name: `customers-total:${exact.key}`, sql: `SELECT (${cells} + ${rows})::text AS total`, params };
+}
+
+/**
+ * A filtered page: walks customers_page_idx in the listing's order keeping the rows the filters
+ * qualify (or, for a product, customers_product_idx), skipping `skip` of them.
+ */
+export function filteredCustomersSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
   const f = filterConditions(q.filters, now, 2);
   const at = 2 + f.params.length;
   return {
-    count: {
-      name: `customers-count:${f.key}`,
-      sql: `SELECT count(*)::text AS total FROM read_model.customers WHERE app_id = $1${f.sql}`,
-      params: [q.appId, ...f.params],
-    },
-    page: {
-      name: `customers-filtered:${f.key}`,
-      sql: `SELECT ${CUSTOMER_COLUMNS} FROM read_model.customers
-            WHERE app_id = $1${f.sql}
-            ORDER BY first_seen_at, application_username OFFSET $${at} LIMIT $${at + 1}`,
-      params: [q.appId, ...f.params, q.skip, q.limit],
-    },
+    name: `customers-filtered:${f.key}`,
+    sql: `SELECT ${CUSTOMER_COLUMNS} FROM read_model.customers
+          WHERE app_id = $1${f.sql}
+          ORDER BY first_seen_at, application_username OFFSET $${at} LIMIT $${at + 1}`,
+    params: [q.appId, ...f.params, q.skip, q.limit],
   };
 }
