@@ -1,5 +1,5 @@
 import type { CustomerFacts } from '../customers/customer-summary.js';
-import { utcDay } from './day-counts.js';
+import { tally, utcDay } from './day-counts.js';
 
 /**
  * Where a customer is counted for the filters' totals (customer_filter_counts): the values they
@@ -30,19 +30,12 @@ export type CustomerCellChange = { app_id: string; before?: CellFacts; after?: C
  * statement that stores them orders the rows it locks.
  */
 export function customerCellDeltas(changes: readonly CustomerCellChange[]): CustomerCellDelta[] {
-  const deltas = new Map<string, CustomerCellDelta>();
-  const add = (app_id: string, facts: CellFacts, n: number) => {
-    const c = customerCellOf(facts);
-    const k = [app_id, c.end_day, c.product_id, c.renewal_intent, c.grace_day, c.billing_retry ? 't' : 'f'].join('\u0000');
-    const d = deltas.get(k) ?? { app_id, ...c, n: 0 };
-    d.n += n;
-    deltas.set(k, d);
-  };
+  const deltas = tally<CustomerCell & { app_id: string }>();
   for (const { app_id, before, after } of changes) {
-    if (before) add(app_id, before, -1);
-    if (after) add(app_id, after, 1);
+    if (before) deltas.add({ app_id, ...customerCellOf(before) }, -1);
+    if (after) deltas.add({ app_id, ...customerCellOf(after) }, 1);
   }
-  return [...deltas.values()].filter((d) => d.n !== 0);
+  return deltas.changes();
 }
 
 /** customerCellOf in SQL, over a customers row: end_day, product_id, renewal_intent, grace_day, billing_retry. */

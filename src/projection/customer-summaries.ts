@@ -111,7 +111,6 @@ export async function refreshSummaries(
   return stored;
 }
 
-
 /** Re-derives every customer's summary, a chunk of customers per statement (migrations, bulk loads), and counts their filter cells again. */
 export async function refreshAllSummaries(m: Pick<EntityManager, 'query'>, schema: string, chunk = 2000): Promise<number> {
   const q = customerSummarySql(schema);

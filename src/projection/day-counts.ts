@@ -4,28 +4,37 @@ export const utcDay = (time: string | Date): string => (typeof time === 'string'
 export type DayDelta = { app_id: string; day: string; n: number };
 
 /**
+ * Sums changes to count rows: `add` one row's change (rows with the same values are one),
+ * `changes()` the sums that do not cancel out, in the order first added.
+ */
+export function tally<Row extends Record<string, string | boolean>>() {
+  const sums = new Map<string, Row & { n: number }>();
+  return {
+    add(row: Row, n: number) {
+      const k = Object.keys(row).sort().map((field) => row[field]).join('\u0000');
+      const sum = sums.get(k) ?? { ...row, n: 0 };
+      sum.n += n;
+      sums.set(k, sum);
+    },
+    changes: () => [...sums.values()].filter((sum) => sum.n !== 0),
+  };
+}
+
+/**
  * Changes to the per-day counts when rows are placed on days: a new row adds one to its day; an
  * existing row whose time moves to another day (a corrected or newer snapshot re-files it) moves
  * from its old day to the new one.
  */
 export function dayCountDeltas(rows: { app_id: string; key: string; day: string; previousDay?: string }[]): DayDelta[] {
-  const deltas = new Map<string, DayDelta>();
-  const add = (app_id: string, day: string, n: number) => {
-    const k = `${app_id}\u0000${day}`;
-    const d = deltas.get(k) ?? { app_id, day, n: 0 };
-    d.n += n;
-    deltas.set(k, d);
-  };
+  const deltas = tally<{ app_id: string; day: string }>();
   for (const row of rows) {
-    if (row.previousDay === undefined) add(row.app_id, row.day, 1);
+    if (row.previousDay === undefined) deltas.add({ app_id: row.app_id, day: row.day }, 1);
     else if (row.day !== row.previousDay) {
-      add(row.app_id, row.previousDay, -1);
-      add(row.app_id, row.day, 1);
+      deltas.add({ app_id: row.app_id, day: row.previousDay }, -1);
+      deltas.add({ app_id: row.app_id, day: row.day }, 1);
     }
   }
-  return [...deltas.values()]
-    .filter((d) => d.n !== 0)
-    .sort((a, b) => (a.app_id === b.app_id ? (a.day < b.day ? -1 : 1) : a.app_id < b.app_id ? -1 : 1));
+  return deltas.changes().sort((a, b) => (a.app_id === b.app_id ? (a.day < b.day ? -1 : 1) : a.app_id < b.app_id ? -1 : 1));
 }
 
 /** Where a transaction is counted for the filters (transaction_filter_day_counts): its day and the values they read. */
@@ -46,22 +55,16 @@ export const filterCellOf = (t: { occurred_at: string; product_id: string; platf
  * stores them orders the rows it locks.
  */
 export function filterCountDeltas(rows: { app_id: string; cell: FilterCell; previous?: FilterCell }[]): FilterCountDelta[] {
-  const deltas = new Map<string, FilterCountDelta>();
-  const add = (app_id: string, c: FilterCell, n: number) => {
-    const k = [app_id, c.product_id, c.platform, c.sandbox ? 't' : 'f', c.day].join('\u0000');
-    const d = deltas.get(k) ?? { app_id, ...c, n: 0 };
-    d.n += n;
-    deltas.set(k, d);
-  };
+  const deltas = tally<FilterCell & { app_id: string }>();
   const same = (a: FilterCell, b: FilterCell) => a.day === b.day && a.product_id === b.product_id && a.platform === b.platform && a.sandbox === b.sandbox;
   for (const row of rows) {
-    if (row.previous === undefined) add(row.app_id, row.cell, 1);
+    if (row.previous === undefined) deltas.add({ app_id: row.app_id, ...row.cell }, 1);
     else if (!same(row.cell, row.previous)) {
-      add(row.app_id, row.previous, -1);
-      add(row.app_id, row.cell, 1);
+      deltas.add({ app_id: row.app_id, ...row.previous }, -1);
+      deltas.add({ app_id: row.app_id, ...row.cell }, 1);
     }
   }
-  return [...deltas.values()].filter((d) => d.n !== 0);
+  return deltas.changes();
 }
 
 /**
@@ -69,12 +72,7 @@ export function filterCountDeltas(rows: { app_id: string; cell: FilterCell; prev
  * moved between cells of one day leaves its day alone), and an erasure's add to the batch's own.
  */
 export function sumDayDeltas(deltas: readonly DayDelta[]): DayDelta[] {
-  const days = new Map<string, DayDelta>();
-  for (const c of deltas) {
-    const k = `${c.app_id}\u0000${c.day}`;
-    const d = days.get(k) ?? { app_id: c.app_id, day: c.day, n: 0 };
-    d.n += c.n;
-    days.set(k, d);
-  }
-  return [...days.values()].filter((d) => d.n !== 0);
+  const days = tally<{ app_id: string; day: string }>();
+  for (const d of deltas) days.add({ app_id: d.app_id, day: d.day }, d.n);
+  return days.changes();
 }
