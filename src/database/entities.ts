@@ -64,6 +64,27 @@ export class CustomerFilterCountEntity {
   @Column({ type: 'bigint' }) n: string;
 }
 
+/**
+ * Exact customers per application, first-seen UTC day, status at the application's watermark,
+ * product and intent (docs/api.md "How the pages stay fast"): where a filtered page starts.
+ */
+@Entity({ schema: 'read_model', name: 'customer_status_days' })
+export class CustomerStatusDayEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @PrimaryColumn({ type: 'text' }) status: string;
+  @PrimaryColumn({ name: 'first_day', type: 'date' }) firstDay: string;
+  @PrimaryColumn({ name: 'product_id', type: 'text' }) productId: string;
+  @PrimaryColumn({ name: 'renewal_intent', type: 'text' }) renewalIntent: string;
+  @Column({ type: 'bigint' }) n: string;
+}
+
+/** The instant customer_status_days holds statuses at, per application (moved by sweepStatuses). */
+@Entity({ schema: 'read_model', name: 'customer_status_watermarks' })
+export class CustomerStatusWatermarkEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @Column({ type: 'timestamptz' }) at: Date;
+}
+
 /** Exact customers per application and UTC day of first_seen_at, kept by the projection. */
 @Entity({ schema: 'read_model', name: 'customer_day_counts' })
 export class CustomerDayCountEntity {
@@ -268,6 +289,8 @@ export const ENTITIES = [
   TransactionDayCountEntity,
   TransactionFilterDayCountEntity,
   CustomerFilterCountEntity,
+  CustomerStatusDayEntity,
+  CustomerStatusWatermarkEntity,
   CustomerDayCountEntity,
   ReadModelGenerationEntity,
   RebuildEntity,

@@ -216,6 +216,27 @@ export const sql = (schema: string) => ({
     WHERE (d.app_id, d.end_day, d.product_id, d.renewal_intent, d.grace_day, d.billing_retry) = (k.app_id, k.end_day, k.product_id, k.renewal_intent, k.grace_day, k.billing_retry)
       AND d.n = 0`,
 
+  /** The applications' status watermarks (customer_status_days); a missing one is created by createWatermarks. */
+  readWatermarks: `SELECT app_id, at FROM ${schema}.customer_status_watermarks WHERE app_id = ANY($1::text[])`,
+
+  /** An application's first watermark: any instant will do, the sweep moves it on. */
+  createWatermarks: `
+    INSERT INTO ${schema}.customer_status_watermarks (app_id, at)
+    SELECT a, now() FROM unnest($1::text[]) AS a ORDER BY 1 ON CONFLICT (app_id) DO NOTHING`,
+
+  /** StatusDayDelta[] as JSON. */
+  addStatusDays: `
+    INSERT INTO ${schema}.customer_status_days AS d (app_id, status, first_day, product_id, renewal_intent, n)
+    SELECT app_id, status, first_day, product_id, renewal_intent, n
+    FROM json_to_recordset($1::json) AS k(app_id text, status text, first_day date, product_id text, renewal_intent text, n bigint)
+    ORDER BY 1, 2, 3, 4, 5
+    ON CONFLICT (app_id, status, first_day, product_id, renewal_intent) DO UPDATE SET n = d.n + excluded.n`,
+
+  dropEmptyStatusDays: `
+    DELETE FROM ${schema}.customer_status_days d
+    USING json_to_recordset($1::json) AS k(app_id text, status text, first_day date, product_id text, renewal_intent text)
+    WHERE (d.app_id, d.status, d.first_day, d.product_id, d.renewal_intent) = (k.app_id, k.status, k.first_day, k.product_id, k.renewal_intent) AND d.n = 0`,
+
   insertDeadLetters: `
     INSERT INTO public.dead_letters (topic, partition, "offset", key, value, code, reason)
     SELECT $1, $2, o, k, v, c, r FROM unnest($3::bigint[], $4::bytea[], $5::bytea[], $6::text[], $7::text[]) AS d(o, k, v, c, r)

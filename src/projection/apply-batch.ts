@@ -6,7 +6,8 @@ import { sql } from './apply-batch.sql.js';
 import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary } from './customer-summaries.js';
 import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
-import { customerCellDeltas, NO_FACTS, type CustomerCellChange } from './customer-cells.js';
+import { customerCellDeltas } from './customer-cells.js';
+import { statusDayDeltas, type CustomerChange } from './customer-status-days.js';
 import { dayCountDeltas, filterCellOf, filterCountDeltas, sumDayDeltas, utcDay, type DayDelta, type FilterCell, type FilterCountDelta } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, snapshotWins, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
@@ -373,15 +374,15 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   for (const c of seen) customerKeys.set(key2(c.app_id, c.application_username), { app_id: c.app_id, name: c.application_username });
   const customers = sorted([...customerKeys.values()], (c) => key2(c.app_id, c.name));
   const customerDays: Parameters<typeof dayCountDeltas>[0] = [];
-  const customerCells: CustomerCellChange[] = [];
   const storedFacts = new Map<string, CustomerFacts>();
+  const seenDay = new Map<string, string>();
+  const placed = new Map<string, CustomerChange>();
   if (customers.length > 0) {
     // New ones first, then every one locked: a customer another partition's batch created meanwhile
     // is then seen with its committed first_seen_at, never counted as new twice.
     const args = [seen.map((c) => c.app_id), seen.map((c) => c.application_username), seen.map((c) => c.first_seen_at)];
     const inserted = seen.length === 0 ? [] : ((await m.query(q.insertNewCustomers, args)) as { app_id: string; application_username: string }[]);
     const isNew = new Set(inserted.map((r) => key2(r.app_id, r.application_username)));
-    for (const r of inserted) customerCells.push({ app_id: r.app_id, after: NO_FACTS });
     const locked = (await m.query(q.lockCustomers, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as LockedCustomer[];
     const before = new Map(locked.map((r) => [key2(r.app_id, r.application_username), r.first_seen_at]));
     for (const r of locked) {
@@ -410,7 +411,20 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
       const stored = before.get(k);
       const previousDay = isNew.has(k) || stored === undefined ? undefined : utcDay(stored);
       const day = utcDay(c.first_seen_at);
-      customerDays.push({ app_id: c.app_id, key: k, day: previousDay !== undefined && previousDay < day ? previousDay : day, previousDay });
+      const firstDay = previousDay !== undefined && previousDay < day ? previousDay : day;
+      customerDays.push({ app_id: c.app_id, key: k, day: firstDay, previousDay });
+      seenDay.set(k, firstDay);
+    }
+    // Where each is counted before and after the batch (the after facts are set once summaries are stored).
+    for (const r of locked) {
+      const k = key2(r.app_id, r.application_username);
+      const facts = storedFacts.get(k)!;
+      const day = utcDay(r.first_seen_at);
+      placed.set(k, {
+        app_id: r.app_id,
+        before: isNew.has(k) ? undefined : { ...facts, firstSeenDay: day },
+        after: { ...facts, firstSeenDay: seenDay.get(k) ?? day },
+      });
     }
   }
 
@@ -433,15 +447,15 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     else extended.push({ ...c, facts: next });
   }
   for (const stored of await refreshSummaries(m, schema, rederive, extended, writes)) {
-    const before = storedFacts.get(key2(stored.app_id, stored.name));
-    if (before) customerCells.push({ app_id: stored.app_id, before, after: stored.facts }); // no row, nothing stored
+    const change = placed.get(key2(stored.app_id, stored.name));
+    if (change?.after) change.after = { ...stored.facts, firstSeenDay: change.after.firstSeenDay }; // no row, nothing stored
   }
 
-  return { cells: filterCountDeltas(txCells), customerDays: dayCountDeltas(customerDays), customerCells };
+  return { cells: filterCountDeltas(txCells), customerDays: dayCountDeltas(customerDays), customerCells: [...placed.values()] };
 }
 
 /** What a batch changes in the kept counts, written by writeCounts once everything else is. */
-type CountChanges = { cells: FilterCountDelta[]; customerDays: DayDelta[]; customerCells: CustomerCellChange[] };
+type CountChanges = { cells: FilterCountDelta[]; customerDays: DayDelta[]; customerCells: CustomerChange[] };
 
 /**
  * Writes the batch's count changes, last of all its writes: every concurrent batch of the app
@@ -468,6 +482,24 @@ async function writeCounts(m: EntityManager, schema: string, { cells, customerDa
     const emptied = customerDeltas.filter((d) => d.n < 0);
     if (emptied.length > 0) await m.query(q.dropEmptyCustomerCells, [JSON.stringify(emptied)]);
   }
+  if (customerCells.length === 0) return;
+  const statusDeltas = statusDayDeltas(customerCells, await statusWatermarks(m, schema, [...new Set(customerCells.map((c) => c.app_id))]));
+  if (statusDeltas.length > 0) {
+    await m.query(q.addStatusDays, [JSON.stringify(statusDeltas)]);
+    const emptied = statusDeltas.filter((d) => d.n < 0);
+    if (emptied.length > 0) await m.query(q.dropEmptyStatusDays, [JSON.stringify(emptied)]);
+  }
+}
+
+/** The applications' status watermarks, created for one seen for the first time. The batch's app lock keeps them from moving. */
+async function statusWatermarks(m: EntityManager, schema: string, apps: string[]): Promise<Map<string, Date>> {
+  const q = sql(schema);
+  let rows = (await m.query(q.readWatermarks, [apps])) as { app_id: string; at: Date }[];
+  if (rows.length < apps.length) {
+    await m.query(q.createWatermarks, [apps]);
+    rows = (await m.query(q.readWatermarks, [apps])) as { app_id: string; at: Date }[];
+  }
+  return new Map(rows.map((r) => [r.app_id, r.at]));
 }
 
 type LockedCustomer = {

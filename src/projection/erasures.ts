@@ -9,7 +9,8 @@ import { erasureHash, erasureKey } from '../customers/erase-customer/erasure-has
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { iso } from './customer-summary.sql.js';
 import { refreshSummaries } from './customer-summaries.js';
-import type { CellFacts, CustomerCellChange } from './customer-cells.js';
+import type { CellFacts } from './customer-cells.js';
+import type { CustomerChange, PlacedFacts } from './customer-status-days.js';
 import { utcDay, type DayDelta } from './day-counts.js';
 import type { IsErased } from './project-events.js';
 
@@ -73,7 +74,7 @@ export async function erasuresFor(m: Manager, schema: string, events: readonly P
  * Returns the customer count changes (per first-seen day, per filter cell), which the batch writes
  * with its own, last (writeCounts).
  */
-export async function applyErasures(m: Manager, schema: string, erasures: readonly BatchErasure[], live: boolean): Promise<{ days: DayDelta[]; cells: CustomerCellChange[] }> {
+export async function applyErasures(m: Manager, schema: string, erasures: readonly BatchErasure[], live: boolean): Promise<{ days: DayDelta[]; cells: CustomerChange[] }> {
   if (erasures.length === 0) return { days: [], cells: [] };
   const latest = new Map<string, BatchErasure>();
   for (const e of erasures) {
@@ -154,11 +155,21 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
       [moved.map((c) => c.app_id), moved.map((c) => c.name), moved.map((c) => c.to)],
     );
   }
-  const facts = new Map<string, CellFacts>(customers.map((c) => [k2(c.app_id, c.application_username), c]));
-  const cells: CustomerCellChange[] = gone.map((c) => ({ app_id: c.app_id, before: c }));
-  for (const stored of await refreshSummaries(m, schema, kept)) {
-    cells.push({ app_id: stored.app_id, before: facts.get(k2(stored.app_id, stored.name)), after: stored.facts });
+  const placedAt = (c: CellFacts, at: string): PlacedFacts => ({ ...c, firstSeenDay: utcDay(at) });
+  const cells: CustomerChange[] = gone.map((c) => ({ app_id: c.app_id, before: placedAt(c, c.first_seen_at) }));
+  const movedTo = new Map(moved.map((c) => [k2(c.app_id, c.name), c.to]));
+  const keptKeys = new Set(kept.map((c) => k2(c.app_id, c.name)));
+  const keptChanges = new Map<string, CustomerChange>();
+  for (const c of customers) {
+    const k = k2(c.app_id, c.application_username);
+    if (!keptKeys.has(k)) continue;
+    keptChanges.set(k, { app_id: c.app_id, before: placedAt(c, c.first_seen_at), after: placedAt(c, movedTo.get(k) ?? c.first_seen_at) });
   }
+  for (const stored of await refreshSummaries(m, schema, kept)) {
+    const change = keptChanges.get(k2(stored.app_id, stored.name))!;
+    change.after = { ...stored.facts, firstSeenDay: change.after!.firstSeenDay };
+  }
+  cells.push(...keptChanges.values());
   if (live && gone.length > 0) await forgetDeliveries(m, gone);
   return { days, cells };
 }

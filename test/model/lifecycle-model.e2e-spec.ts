@@ -4,6 +4,8 @@ import { createHmac } from 'node:crypto';
 import type { Clock } from '../../src/common/clock.js';
 import { appendToEventLog, readEventLog } from '../../src/event-log/event-log.js';
 import { applyBatch } from '../../src/projection/apply-batch.js';
+import { sweepStatuses } from '../../src/projection/sweep-statuses.js';
+import { expectStatusDaysKept } from '../utils/read-models.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { runCli } from '../utils/processes.js';
@@ -63,7 +65,13 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
     );
     let offset = BigInt(first);
     const end = offset + BigInt(shuffled.length);
+    // Batches place customers at the status their app's watermark (customer_status_days) gives: one
+    // in the history's own time, moved between batches, so statuses at it vary.
+    const apps = [...new Set(events.map((e) => e.appid))];
+    const watermarkAt = (i: number) => NOW_INSTANTS[Math.abs(arrival + i) % NOW_INSTANTS.length];
+    await db.dataSource.query(`INSERT INTO read_model.customer_status_watermarks (app_id, at) SELECT unnest($1::text[]), $2`, [apps, watermarkAt(0)]);
     for (let i = 0; offset < end; i++) {
+      if (i % 3 === 2) await sweepStatuses(db.dataSource, watermarkAt(i));
       const at = Number(offset - BigInt(first));
       const nextErasure = erasureAt.find((p) => p >= at);
       const size = Math.min(batchSizes.length ? batchSizes[i % batchSizes.length] : 1000, nextErasure === undefined ? Infinity : nextErasure - at + 1);
@@ -75,7 +83,6 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
     }
 
     const model = new ReferenceModel(shuffled, hash);
-    const apps = [...new Set(events.map((e) => e.appid))];
     await compare(model, apps, true);
 
     const verify = await runCli(['rebuild', '--verify'], { DATABASE_URL: db.url, KAFKA_TOPIC: topic, LOG_LEVEL: 'error' });
@@ -93,8 +100,14 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
       .slice(0, 8)
       .flatMap((t) => [-1, 0, 1].map((m) => new Date(t + m)));
     const fixed = new Set(NOW_INSTANTS);
-    for (const now of [...NOW_INSTANTS, ...boundaries]) {
+    for (const [i, now] of [...NOW_INSTANTS, ...boundaries].entries()) {
       clock.at = now;
+      // The filtered pages read counts at a watermark plus what changed between it and the instant:
+      // some instants are asked with the watermark moved past them, before them, or onto them.
+      if (i % 3 !== 0) {
+        await sweepStatuses(db.dataSource, new Date(now.getTime() + [0, 3_600_000, -86_400_000 * 40][i % 3] + (i % 2)));
+        await expectStatusDaysKept(db.dataSource);
+      }
       for (const app of apps) {
         const token = api.token(app);
         const get = async (path: string) => {
@@ -117,7 +130,17 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
           expect({ mask, body: await get(`/v2/customers?${customerQuery(f)}&limit=1000`) }).toEqual({ mask, body: model.customersPage(app, { ...f, skip: 0, limit: 1000 }, now) });
           if (mask % 8 === 1) expect(await get(`/v2/customers?${customerQuery(f)}&skip=1&limit=2`)).toEqual(model.customersPage(app, { ...f, skip: 1, limit: 2 }, now));
         }
-        for (const status of STATUSES) expect(await get(`/v2/customers?status=${status}&limit=1000`)).toEqual(model.customersPage(app, { status: [status], skip: 0, limit: 1000 }, now));
+        for (const status of STATUSES) {
+          const whole = model.customersPage(app, { status: [status], skip: 0, limit: 1000 }, now);
+          expect(await get(`/v2/customers?status=${status}&limit=1000`)).toEqual(whole);
+          const middle = Math.floor(whole.paging.total / 2);
+          expect({ status, middle, body: await get(`/v2/customers?status=${status}&skip=${middle}&limit=2`) }).toEqual({ status, middle, body: model.customersPage(app, { status: [status], skip: middle, limit: 2 }, now) });
+        }
+        // status, intent and product together (no expiry bound): a page from the middle of the matches
+        const placed = customerFilters(7, now, products);
+        const matches = model.customersPage(app, { ...placed, skip: 0, limit: 1000 }, now).paging.total;
+        const skip = Math.floor(matches / 2);
+        expect({ skip, body: await get(`/v2/customers?${customerQuery(placed)}&skip=${skip}&limit=3`) }).toEqual({ skip, body: model.customersPage(app, { ...placed, skip, limit: 3 }, now) });
         if (names.length > 0) expect(await get(`/v2/customers?applicationUsername=${names.join(',')}&status=active,expired`)).toEqual(model.customersPage(app, { usernames: names, status: ['active', 'expired'] }, now));
       }
     }

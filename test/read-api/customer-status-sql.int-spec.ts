@@ -1,10 +1,11 @@
 import fc from 'fast-check';
 import { customerStatus, CUSTOMER_STATUSES, type StatusFacts } from '../../src/customers/customer-status.js';
 import { filterConditions } from '../../src/customers/list-customers/customer-filters.js';
+import { statusAtSql } from '../../src/projection/customer-status-days.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 
 // The status predicates the listing runs in SQL (customer-filters.ts) and the pure rule
-// (customerStatus) must agree: generated summaries, asked at each stored instant, a millisecond
+// (customerStatus), and the status the kept counts place a customer at (statusAtSql), must agree: generated summaries, asked at each stored instant, a millisecond
 // before and after it, and combinations of statuses, on real PostgreSQL.
 
 const base = Date.parse('2026-10-15T00:00:00.000Z');
@@ -42,6 +43,9 @@ describe('status predicates in SQL = customerStatus (real PostgreSQL)', () => {
           const found = (await db.dataSource.query(`SELECT application_username AS name FROM read_model.customers WHERE app_id = $1${where.sql}`, [app, ...where.params])) as { name: string }[];
           const expected = rows.flatMap((r, i) => (statuses.includes(customerStatus(r, now)) ? [`c${i + 1}`] : []));
           expect(found.map((f) => f.name).sort()).toEqual(expected.sort());
+          // the status the kept counts place a customer at (customer_status_days, the sweep)
+          const placed = (await db.dataSource.query(`SELECT application_username AS name, ${statusAtSql('$2::timestamptz')} AS status FROM read_model.customers c WHERE app_id = $1 ORDER BY length(application_username), application_username`, [app, now])) as { name: string; status: string }[];
+          expect(placed.map((p) => p.status)).toEqual(rows.map((r) => customerStatus(r, now)));
         }
       }),
       { numRuns: 60 },

@@ -71,6 +71,9 @@ const STATUS_LETTER: Record<CustomerStatus, string> = { active: 'a', grace_perio
 
 export const hasFilters = (f: CustomerFilters) => Object.keys(f).length > 0;
 
+/** Filters whose pages customer_status_days places: all but the expiry bounds (arbitrary instants, counted per access-end day only). */
+export const placedByStatusDays = (f: CustomerFilters) => f.expiresBefore === undefined && f.expiresAfter === undefined;
+
 /**
  * The status rules of customerStatus (customer-status.ts) as SQL over the stored summary columns,
  * with the request's instant as a parameter: each is a range condition on expiration_date (the

@@ -7,8 +7,8 @@ import type { Page } from '../../common/paging.js';
 import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { ListCustomersQuery } from './list-customers.query.js';
-import { hasFilters } from './customer-filters.js';
-import { customerPageSql, customerPageStartSql, customersByNameSql, customerTotalSql, filteredCustomersSql, type CustomerRow, type PageStartRow } from './list-customers.sql.js';
+import { hasFilters, placedByStatusDays } from './customer-filters.js';
+import { customerPageSql, customerPageStartSql, customersByNameSql, customerTotalSql, filteredCustomersSql, filteredPageSql, filteredPageStartSql, type CustomerRow, type PageStartRow } from './list-customers.sql.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
@@ -25,6 +25,14 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
       const { name, sql, params } = customersByNameSql(query, now);
       const rows = await preparedQuery<CustomerRow>(db, name, sql, params);
       return { rows: toSummaries(rows, now), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
+    }
+    if (hasFilters(query.filters) && placedByStatusDays(query.filters)) {
+      const start = filteredPageStartSql(query, now);
+      const [found] = await preparedQuery<PageStartRow>(db, start.name, start.sql, start.params);
+      const paging = { skip: query.skip, limit: query.limit, total: Number(found.total ?? 0) };
+      if (found.day === null || query.limit === 0) return { rows: [], paging };
+      const page = filteredPageSql(query, now, dayStart(found.day), query.skip - Number(found.before));
+      return { rows: toSummaries(await preparedQuery<CustomerRow>(db, page.name, page.sql, page.params), now), paging };
     }
     if (hasFilters(query.filters)) {
       const count = customerTotalSql(query, now);

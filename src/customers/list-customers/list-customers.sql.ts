@@ -1,7 +1,8 @@
 import type { StoredCustomerFacts } from '../customer-info.js';
 import type { ListCustomersQuery } from './list-customers.query.js';
 import { filterConditions, type CustomerFilters } from './customer-filters.js';
-import type { CustomerStatus } from '../customer-status.js';
+import { CUSTOMER_STATUSES, type CustomerStatus } from '../customer-status.js';
+import { statusAtSql, statusMovedSql } from '../../projection/customer-status-days.js';
 
 /** A customer row: its name, receipts and the kept summary facts customerInfo is derived from. */
 export type CustomerRow = StoredCustomerFacts & { applicationUsername: string; receiptIds: string[] };
@@ -125,7 +126,76 @@ export function customerTotalSql(q: ListCustomersQuery, now: Date): { name: stri
 }
 
 /**
- * A filtered page: walks customers_page_idx in the listing's order keeping the rows the filters
+ * Total customers matching the filters at `now` and the first-seen day holding match `skip` (with
+ * the matches before it), from customer_status_days: the counts per first-seen day at the
+ * application's watermark, plus the customers whose status changed between the watermark and `now`
+ * (their access end or grace start lies between, customers_access_end_idx and customers_grace_idx),
+ * all read in one snapshot. One row comes back, as customerPageStartSql's.
+ */
+export function filteredPageStartSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
+  const f = q.filters;
+  const params: unknown[] = [q.appId, q.skip, f.statuses ?? CUSTOMER_STATUSES];
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const cell: string[] = [];
+  const row: string[] = [];
+  const keys: string[] = [];
+  if (f.productId) {
+    const p = param(f.productId);
+    cell.push(`d.product_id = ${p}`);
+    row.push(`c.current_product_id = ${p}`);
+    keys.push('p');
+  }
+  if (f.renewalIntent) {
+    const i = param(f.renewalIntent);
+    cell.push(`d.renewal_intent = ${i}`);
+    row.push(`c.renewal_intent = ${i}`);
+    keys.push('ri');
+  }
+  let moved = '';
+  if (f.statuses && f.statuses.some((s) => s !== 'none')) {
+    // `none` never changes with the clock; every other status can, between the watermark and now
+    const at = `${param(now)}::timestamptz`;
+    const inSet = (t: string) => `(CASE WHEN ${statusAtSql(t)} = ANY($3::text[]) THEN 1 ELSE 0 END)`;
+    moved = `UNION ALL
+      SELECT (c.first_seen_at AT TIME ZONE 'UTC')::date, ${inSet(at)} - ${inSet('w.at')}
+      FROM read_model.customer_status_watermarks w JOIN read_model.customers c ON ${statusMovedSql('w.app_id', 'w.at', at)}
+      WHERE w.app_id = $1${row.map((x) => ` AND ${x}`).join('')}`;
+    keys.push('t');
+  }
+  return {
+    name: `customers-filtered-start:${keys.join(',')}`,
+    sql: `
+      WITH days AS (
+        SELECT day, sum(n) AS n FROM (
+          SELECT d.first_day AS day, d.n FROM read_model.customer_status_days d
+          WHERE d.app_id = $1 AND d.status = ANY($3::text[])${cell.map((x) => ` AND ${x}`).join('')}
+          ${moved}
+        ) x (day, n) GROUP BY day
+      ), run AS (SELECT day, n, sum(n) OVER (ORDER BY day) AS cum FROM days WHERE n <> 0)
+      SELECT (SELECT sum(n) FROM run)::text AS total, p.day::text AS day, (p.cum - p.n)::text AS before
+      FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT day, n, cum FROM run WHERE cum > $2 ORDER BY day LIMIT 1) p ON true`,
+    params,
+  };
+}
+
+/** A page of a filtered listing from the first-seen day filteredPageStartSql found, `offset` matches into it. */
+export function filteredPageSql(q: ListCustomersQuery, now: Date, from: Date, offset: number): { name: string; sql: string; params: unknown[] } {
+  const f = filterConditions(q.filters, now, 2);
+  const at = 2 + f.params.length;
+  return {
+    name: `customers-filtered-page:${f.key}`,
+    sql: `SELECT ${CUSTOMER_COLUMNS} FROM read_model.customers
+          WHERE app_id = $1${f.sql} AND first_seen_at >= $${at}
+          ORDER BY first_seen_at, application_username OFFSET $${at + 1} LIMIT $${at + 2}`,
+    params: [q.appId, ...f.params, from, offset, q.limit],
+  };
+}
+
+/**
+ * A filtered page with an expiry bound: walks customers_page_idx in the listing's order keeping the rows the filters
  * qualify (or, for a product, customers_product_idx), skipping `skip` of them.
  */
 export function filteredCustomersSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {

@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { statusAtSql } from '../../projection/customer-status-days.js';
 
 export type TableDifference = {
   table: string;
@@ -35,7 +36,25 @@ export async function compareGenerations(m: EntityManager, rebuilt: string, samp
       differences.push({ table, liveCount: live, rebuiltCount: other, onlyLive, onlyRebuilt });
     }
   }
+  const statusDays = await compareStatusDays(m, rebuilt, sampleSize);
+  if (statusDays) differences.push(statusDays);
   return differences;
+}
+
+/**
+ * customer_status_days holds statuses at each generation's own watermark, so the live counts are
+ * compared with the fresh projection's customers placed at the live watermarks.
+ */
+async function compareStatusDays(m: EntityManager, rebuilt: string, sampleSize: number): Promise<TableDifference | undefined> {
+  const kept = `SELECT app_id, first_day::text, status, product_id, renewal_intent, n FROM read_model.customer_status_days`;
+  const placed = `
+    SELECT c.app_id, (c.first_seen_at AT TIME ZONE 'UTC')::date::text, ${statusAtSql('w.at')}, coalesce(c.current_product_id, ''), coalesce(c.renewal_intent, ''), count(*)
+    FROM ${rebuilt}.customers c JOIN read_model.customer_status_watermarks w USING (app_id) GROUP BY 1, 2, 3, 4, 5`;
+  const [{ live, other }] = await m.query(`SELECT (SELECT count(*) FROM (${kept}) k)::int AS live, (SELECT count(*) FROM (${placed}) p)::int AS other`);
+  const onlyLive = await m.query(`(${kept} EXCEPT ALL ${placed}) LIMIT ${sampleSize}`);
+  const onlyRebuilt = await m.query(`(${placed} EXCEPT ALL ${kept}) LIMIT ${sampleSize}`);
+  if (live === other && onlyLive.length === 0 && onlyRebuilt.length === 0) return undefined;
+  return { table: 'customer_status_days', liveCount: live, rebuiltCount: other, onlyLive, onlyRebuilt };
 }
 
 /** A row's change position says when it changed, not what it holds: it differs after any rebuild. */

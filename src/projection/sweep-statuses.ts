@@ -1,0 +1,45 @@
+import type { DataSource } from 'typeorm';
+import { LIVE_PROJECTION_LOCK, LIVE_SCHEMA } from './apply-batch.js';
+import { sql } from './apply-batch.sql.js';
+import { statusAtSql, statusMovedSql, type StatusDayDelta } from './customer-status-days.js';
+
+/**
+ * Moves application `appId`'s status watermark to `to`, and with it every customer whose status
+ * changed in between (an access end or grace start passed) to its new status's count. Holds the
+ * application's lock exclusively, as an erasure does, so no batch places a customer meanwhile.
+ * Returns how many customers changed status.
+ */
+export async function sweepApp(db: DataSource, appId: string, to: Date, schema = LIVE_SCHEMA): Promise<number> {
+  const q = sql(schema);
+  return db.transaction(async (m) => {
+    await m.query('SET LOCAL jit = off');
+    if (schema === LIVE_SCHEMA) await m.query('SELECT pg_advisory_xact_lock_shared($1)', [LIVE_PROJECTION_LOCK]);
+    await m.query(q.lockApps, [[appId], [true]]);
+    const deltas = (await m.query(
+      `WITH w AS (SELECT app_id, at FROM ${schema}.customer_status_watermarks WHERE app_id = $1 FOR UPDATE),
+       moved AS (
+         SELECT (c.first_seen_at AT TIME ZONE 'UTC')::date AS first_day, coalesce(c.current_product_id, '') AS product_id,
+                coalesce(c.renewal_intent, '') AS renewal_intent, ${statusAtSql('w.at')} AS was, ${statusAtSql('$2::timestamptz')} AS becomes
+         FROM w JOIN ${schema}.customers c ON ${statusMovedSql('w.app_id', 'w.at', '$2::timestamptz')})
+       SELECT $1 AS app_id, status, first_day::text, product_id, renewal_intent, sum(n)::int AS n FROM (
+         SELECT was AS status, first_day, product_id, renewal_intent, -1 AS n FROM moved WHERE was <> becomes
+         UNION ALL SELECT becomes, first_day, product_id, renewal_intent, 1 FROM moved WHERE was <> becomes) x
+       GROUP BY 1, 2, 3, 4, 5 HAVING sum(n) <> 0`,
+      [appId, to],
+    )) as StatusDayDelta[];
+    if (deltas.length > 0) {
+      await m.query(q.addStatusDays, [JSON.stringify(deltas)]);
+      await m.query(q.dropEmptyStatusDays, [JSON.stringify(deltas.filter((d) => d.n < 0))]);
+    }
+    await m.query(`UPDATE ${schema}.customer_status_watermarks SET at = $2 WHERE app_id = $1`, [appId, to]);
+    return deltas.reduce((sum, d) => sum + Math.max(d.n, 0), 0);
+  });
+}
+
+/** sweepApp for every application whose watermark is not `to`; returns the customers moved. */
+export async function sweepStatuses(db: DataSource, to: Date, schema = LIVE_SCHEMA): Promise<number> {
+  const apps = (await db.query(`SELECT app_id FROM ${schema}.customer_status_watermarks WHERE at <> $1 ORDER BY 1`, [to])) as { app_id: string }[];
+  let moved = 0;
+  for (const { app_id } of apps) moved += await sweepApp(db, app_id, to, schema);
+  return moved;
+}
