@@ -8,7 +8,7 @@ import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, Pri
 @Index('customers_changes_idx', ['appId', 'changePosition', 'applicationUsername'])
 @Index('customers_unstamped_idx', ['appId'], { where: 'change_position IS NULL' })
 @Index('customers_access_end_idx', ['appId', 'expirationDate'])
-@Index('customers_product_idx', ['appId', 'currentProductId', 'expirationDate'])
+@Index('customers_product_idx', ['appId', 'currentProductId', 'firstSeenAt', 'applicationUsername'])
 @Index('customers_grace_idx', ['appId', 'graceFrom'], { where: 'grace_from IS NOT NULL' })
 export class CustomerEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;

@@ -8,7 +8,7 @@ import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { ListCustomersQuery } from './list-customers.query.js';
 import { hasFilters, placedByStatusDays } from './customer-filters.js';
-import { customerPageSql, customerPageStartSql, customersByNameSql, customerTotalSql, filteredCustomersSql, filteredPageSql, filteredPageStartSql, type CustomerRow, type PageStartRow } from './list-customers.sql.js';
+import { customerPageSql, customerPageStartSql, customersByNameSql, customerTotalSql, filteredCustomersSql, filteredPageSql, filteredPageStartSql, type CustomerRow, type FilteredPageStartRow, type PageStartRow } from './list-customers.sql.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
@@ -28,10 +28,10 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
     }
     if (hasFilters(query.filters) && placedByStatusDays(query.filters)) {
       const start = filteredPageStartSql(query, now);
-      const [found] = await preparedQuery<PageStartRow>(db, start.name, start.sql, start.params);
+      const [found] = await preparedQuery<FilteredPageStartRow>(db, start.name, start.sql, start.params);
       const paging = { skip: query.skip, limit: query.limit, total: Number(found.total ?? 0) };
-      if (found.day === null || query.limit === 0) return { rows: [], paging };
-      const page = filteredPageSql(query, now, dayStart(found.day), query.skip - Number(found.before));
+      if (found.days === null || query.limit === 0) return { rows: [], paging };
+      const page = filteredPageSql(query, now, found.days, query.skip - Number(found.before));
       return { rows: toSummaries(await preparedQuery<CustomerRow>(db, page.name, page.sql, page.params), now), paging };
     }
     if (hasFilters(query.filters)) {

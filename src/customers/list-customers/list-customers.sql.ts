@@ -134,7 +134,7 @@ export function customerTotalSql(q: ListCustomersQuery, now: Date): { name: stri
  */
 export function filteredPageStartSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
   const f = q.filters;
-  const params: unknown[] = [q.appId, q.skip, f.statuses ?? CUSTOMER_STATUSES];
+  const params: unknown[] = [q.appId, q.skip, f.statuses ?? CUSTOMER_STATUSES, q.limit];
   const param = (value: unknown) => {
     params.push(value);
     return `$${params.length}`;
@@ -159,38 +159,54 @@ export function filteredPageStartSql(q: ListCustomersQuery, now: Date): { name: 
     // `none` never changes with the clock; every other status can, between the watermark and now
     const at = `${param(now)}::timestamptz`;
     const inSet = (t: string) => `(CASE WHEN ${statusAtSql(t)} = ANY($3::text[]) THEN 1 ELSE 0 END)`;
+    // The watermark as a subquery, not a join: the planner then guesses a narrow range (the default
+    // for unknown bounds), not a fifth of the table, which made it plan parallel workers costing ms.
+    const watermark = `(SELECT w.at FROM read_model.customer_status_watermarks w WHERE w.app_id = $1)`;
     moved = `UNION ALL
-      SELECT (c.first_seen_at AT TIME ZONE 'UTC')::date, ${inSet(at)} - ${inSet('w.at')}
-      FROM read_model.customer_status_watermarks w JOIN read_model.customers c ON ${statusMovedSql('w.app_id', 'w.at', at)}
-      WHERE w.app_id = $1${row.map((x) => ` AND ${x}`).join('')}`;
+      SELECT (c.first_seen_at AT TIME ZONE 'UTC')::date, ${inSet(at)} - ${inSet(watermark)}
+      FROM read_model.customers c
+      WHERE ${statusMovedSql('$1', watermark, at)}${row.map((x) => ` AND ${x}`).join('')}`;
     keys.push('t');
   }
   return {
     name: `customers-filtered-start:${keys.join(',')}`,
     sql: `
       WITH days AS (
-        SELECT day, sum(n) AS n FROM (
-          SELECT d.first_day AS day, d.n FROM read_model.customer_status_days d
+        -- int sums (a day's customers fit; a running sum in bigint): numeric ones cost a third more
+        SELECT day, sum(n)::int AS n FROM (
+          SELECT d.first_day AS day, d.n::int FROM read_model.customer_status_days d
           WHERE d.app_id = $1 AND d.status = ANY($3::text[])${cell.map((x) => ` AND ${x}`).join('')}
           ${moved}
         ) x (day, n) GROUP BY day
       ), run AS (SELECT day, n, sum(n) OVER (ORDER BY day) AS cum FROM days WHERE n <> 0)
-      SELECT (SELECT sum(n) FROM run)::text AS total, p.day::text AS day, (p.cum - p.n)::text AS before
+      SELECT (SELECT sum(n) FROM run)::text AS total, p.day::text AS day, (p.cum - p.n)::text AS before,
+             (SELECT array_agg(day::text ORDER BY day) FROM run WHERE day >= p.day AND cum - n < $2 + $4) AS days
       FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT day, n, cum FROM run WHERE cum > $2 ORDER BY day LIMIT 1) p ON true`,
     params,
   };
 }
 
-/** A page of a filtered listing from the first-seen day filteredPageStartSql found, `offset` matches into it. */
-export function filteredPageSql(q: ListCustomersQuery, now: Date, from: Date, offset: number): { name: string; sql: string; params: unknown[] } {
+export type FilteredPageStartRow = PageStartRow & { days: string[] | null };
+
+/**
+ * A page of a filtered listing: the matches of the first-seen days filteredPageStartSql listed (the
+ * day the page starts in and those with matches up to the page's end), `offset` matches into the
+ * first. Each day is read on its own range of customers_page_idx, so days without a match between
+ * them are never walked.
+ */
+export function filteredPageSql(q: ListCustomersQuery, now: Date, days: string[], offset: number): { name: string; sql: string; params: unknown[] } {
   const f = filterConditions(q.filters, now, 2);
   const at = 2 + f.params.length;
   return {
     name: `customers-filtered-page:${f.key}`,
-    sql: `SELECT ${CUSTOMER_COLUMNS} FROM read_model.customers
-          WHERE app_id = $1${f.sql} AND first_seen_at >= $${at}
-          ORDER BY first_seen_at, application_username OFFSET $${at + 1} LIMIT $${at + 2}`,
-    params: [q.appId, ...f.params, from, offset, q.limit],
+    sql: `SELECT x.* FROM unnest($${at}::date[]) AS d(day) CROSS JOIN LATERAL (
+            SELECT ${CUSTOMER_COLUMNS}, first_seen_at AS o1, application_username AS o2 FROM read_model.customers
+            WHERE app_id = $1${f.sql}
+              AND first_seen_at >= (d.day::timestamp AT TIME ZONE 'UTC') AND first_seen_at < ((d.day + 1)::timestamp AT TIME ZONE 'UTC')
+            -- no day gives more than the page needs; the LIMIT also keeps the planner from merging the days into one walk
+            ORDER BY first_seen_at, application_username LIMIT $${at + 1}::bigint + $${at + 2}::bigint) x
+          ORDER BY x.o1, x.o2 OFFSET $${at + 1} LIMIT $${at + 2}`,
+    params: [q.appId, ...f.params, days, offset, q.limit],
   };
 }
 

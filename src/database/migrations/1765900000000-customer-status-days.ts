@@ -4,7 +4,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * Kept counts for the filtered customer pages (issue 24, docs/api.md "How the pages stay fast"):
  * customers per application, first-seen UTC day (the listing's order), status at the application's
  * watermark, product and intent. A sweep moves the watermark and the customers whose status changed
- * since; a reader adds those that changed between the watermark and its instant. Frozen SQL.
+ * since; a reader adds those that changed between the watermark and its instant.
+ * customers_product_idx now follows the listing's order within a product. Frozen SQL.
  */
 export class CustomerStatusDays1765900000000 implements MigrationInterface {
   name = 'CustomerStatusDays1765900000000';
@@ -42,9 +43,14 @@ export class CustomerStatusDays1765900000000 implements MigrationInterface {
                   WHEN billing_retry THEN 'billing_retry' ELSE 'expired' END,
              coalesce(current_product_id, ''), coalesce(renewal_intent, ''), count(*)
       FROM read_model.customers GROUP BY 1, 2, 3, 4, 5`);
+    // A product's page is read a first-seen day at a time: the index now follows the listing's order.
+    await q.query(`DROP INDEX read_model.customers_product_idx`);
+    await q.query(`CREATE INDEX customers_product_idx ON read_model.customers (app_id, current_product_id, first_seen_at, application_username)`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX read_model.customers_product_idx`);
+    await q.query(`CREATE INDEX customers_product_idx ON read_model.customers (app_id, current_product_id, expiration_date)`);
     await q.query(`DROP TABLE read_model.customer_status_days`);
     await q.query(`DROP TABLE read_model.customer_status_watermarks`);
   }
