@@ -27,8 +27,12 @@ export type StatusFacts = {
  *    refunded, revoked, replaced).
  */
 export function customerStatus(facts: StatusFacts, now: Date): CustomerStatus {
-  if (facts.expirationDate === null) return 'none';
-  const t = now.getTime();
-  if (facts.expirationDate.getTime() > t) return facts.graceFrom !== null && facts.graceFrom.getTime() <= t ? 'grace_period' : 'active';
-  return facts.billingRetry ? 'billing_retry' : 'expired';
+  return statusAt(facts.expirationDate?.getTime() ?? null, facts.graceFrom?.getTime() ?? null, facts.billingRetry, now.getTime());
+}
+
+/** customerStatus over instants as numbers on one scale (epoch milliseconds, or microseconds where stored times carry them). */
+export function statusAt(expiration: number | null, graceFrom: number | null, billingRetry: boolean, now: number): CustomerStatus {
+  if (expiration === null) return 'none';
+  if (expiration > now) return graceFrom !== null && graceFrom <= now ? 'grace_period' : 'active';
+  return billingRetry ? 'billing_retry' : 'expired';
 }

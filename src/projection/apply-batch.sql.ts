@@ -216,13 +216,8 @@ export const sql = (schema: string) => ({
     WHERE (d.app_id, d.end_day, d.product_id, d.renewal_intent, d.grace_day, d.billing_retry) = (k.app_id, k.end_day, k.product_id, k.renewal_intent, k.grace_day, k.billing_retry)
       AND d.n = 0`,
 
-  /** The applications' status watermarks (customer_status_days); a missing one is created by createWatermarks. */
-  readWatermarks: `SELECT app_id, at FROM ${schema}.customer_status_watermarks WHERE app_id = ANY($1::text[])`,
-
-  /** An application's first watermark: any instant will do, the sweep moves it on. */
-  createWatermarks: `
-    INSERT INTO ${schema}.customer_status_watermarks (app_id, at)
-    SELECT a, now() FROM unnest($1::text[]) AS a ORDER BY 1 ON CONFLICT (app_id) DO NOTHING`,
+  /** The applications' status watermarks (customer_status_days), to the microsecond. */
+  readWatermarks: `SELECT app_id, ${iso('at')} AS at FROM ${schema}.customer_status_watermarks WHERE app_id = ANY($1::text[])`,
 
   /** StatusDayDelta[] as JSON. */
   addStatusDays: `

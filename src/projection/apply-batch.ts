@@ -7,7 +7,7 @@ import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary }
 import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
 import { customerCellDeltas } from './customer-cells.js';
-import { statusDayDeltas, type CustomerChange } from './customer-status-days.js';
+import { epochMicros, statusDayDeltas, type CustomerChange } from './customer-status-days.js';
 import { dayCountDeltas, filterCellOf, filterCountDeltas, sumDayDeltas, utcDay, type DayDelta, type FilterCell, type FilterCountDelta } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, snapshotWins, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
@@ -491,15 +491,10 @@ async function writeCounts(m: EntityManager, schema: string, { cells, customerDa
   }
 }
 
-/** The applications' status watermarks, created for one seen for the first time. The batch's app lock keeps them from moving. */
-async function statusWatermarks(m: EntityManager, schema: string, apps: string[]): Promise<Map<string, Date>> {
-  const q = sql(schema);
-  let rows = (await m.query(q.readWatermarks, [apps])) as { app_id: string; at: Date }[];
-  if (rows.length < apps.length) {
-    await m.query(q.createWatermarks, [apps]);
-    rows = (await m.query(q.readWatermarks, [apps])) as { app_id: string; at: Date }[];
-  }
-  return new Map(rows.map((r) => [r.app_id, r.at]));
+/** The applications' status watermarks in epoch µs (none: NO_WATERMARK). The batch's app lock keeps them from moving. */
+async function statusWatermarks(m: EntityManager, schema: string, apps: string[]): Promise<Map<string, number>> {
+  const rows = (await m.query(sql(schema).readWatermarks, [apps])) as { app_id: string; at: string }[];
+  return new Map(rows.map((r) => [r.app_id, epochMicros(r.at)]));
 }
 
 type LockedCustomer = {

@@ -1,4 +1,4 @@
-import { customerStatus, type CustomerStatus } from '../customers/customer-status.js';
+import { statusAt, type CustomerStatus } from '../customers/customer-status.js';
 import type { CellFacts } from './customer-cells.js';
 import { tally } from './day-counts.js';
 
@@ -17,11 +17,28 @@ export type PlacedFacts = CellFacts & { firstSeenDay: string };
 /** A customer row inserted (no `before`), deleted (no `after`), or given a new summary or first-seen day. */
 export type CustomerChange = { app_id: string; before?: PlacedFacts; after?: PlacedFacts };
 
-const at = (iso: string | null) => (iso === null ? null : new Date(iso));
+/**
+ * A stored time (YYYY-MM-DDTHH:MM:SS.ffffffZ, as iso() and normalizeTime write it) in epoch
+ * microseconds: statuses are placed here as PostgreSQL decides them in the sweep and on the read
+ * side, to the microsecond (a Date would drop what lies below the millisecond).
+ */
+export function epochMicros(time: string): number {
+  const fraction = /\.(\d{3})(\d{0,3})/.exec(time);
+  return Date.parse(time) * 1000 + (fraction ? Number(fraction[2].padEnd(3, '0')) : 0);
+}
 
-export const statusDayOf = (f: PlacedFacts, watermark: Date): StatusDay => ({
+/**
+ * An application without a watermark row has its customers placed at -infinity (every access end
+ * after it): a batch never creates the row, which would hold the app's other batches on its insert
+ * until it commits; the next sweep creates it (sweepApp).
+ */
+export const NO_WATERMARK = -Infinity;
+
+const micros = (time: string | null) => (time === null ? null : epochMicros(time));
+
+export const statusDayOf = (f: PlacedFacts, watermark: number): StatusDay => ({
   first_day: f.firstSeenDay,
-  status: customerStatus({ expirationDate: at(f.expirationDate), graceFrom: at(f.graceFrom), billingRetry: f.billingRetry }, watermark),
+  status: statusAt(micros(f.expirationDate), micros(f.graceFrom), f.billingRetry, watermark),
   product_id: f.productId ?? '',
   renewal_intent: f.renewalIntent ?? '',
 });
@@ -30,18 +47,21 @@ export const statusDayOf = (f: PlacedFacts, watermark: Date): StatusDay => ({
  * Changes to customer_status_days: a customer inserted (no `before`) adds one at its place, one
  * deleted (no `after`) takes one away, one whose summary or first-seen day changed moves when its
  * place does. `watermarks` holds every application's watermark (the batch holds its app lock, so
- * none moves meanwhile).
+ * none moves meanwhile; one without is NO_WATERMARK).
  */
-export function statusDayDeltas(changes: readonly CustomerChange[], watermarks: ReadonlyMap<string, Date>): StatusDayDelta[] {
+export function statusDayDeltas(changes: readonly CustomerChange[], watermarks: ReadonlyMap<string, number>): StatusDayDelta[] {
   const deltas = tally<StatusDay & { app_id: string }>();
   for (const { app_id, before, after } of changes) {
-    const watermark = watermarks.get(app_id);
-    if (watermark === undefined) throw new Error(`no status watermark for application ${app_id}`);
+    const watermark = watermarks.get(app_id) ?? NO_WATERMARK;
     if (before) deltas.add({ app_id, ...statusDayOf(before, watermark) }, -1);
     if (after) deltas.add({ app_id, ...statusDayOf(after, watermark) }, 1);
   }
   return deltas.changes();
 }
+
+/** An application's watermark in SQL, -infinity without a row (NO_WATERMARK). */
+export const watermarkSql = (schema: string, app: string) =>
+  `coalesce((SELECT w.at FROM ${schema}.customer_status_watermarks w WHERE w.app_id = ${app}), '-infinity'::timestamptz)`;
 
 /** customerStatus in SQL over a customers row (`c`) at the timestamptz expression `t`; customer-status-days int-spec holds it to customerStatus. */
 export const statusAtSql = (t: string) => `(CASE WHEN c.expiration_date IS NULL THEN 'none'

@@ -4,7 +4,7 @@ import { createHmac } from 'node:crypto';
 import type { Clock } from '../../src/common/clock.js';
 import { appendToEventLog, readEventLog } from '../../src/event-log/event-log.js';
 import { applyBatch } from '../../src/projection/apply-batch.js';
-import { sweepStatuses } from '../../src/projection/sweep-statuses.js';
+import { sweepApp } from '../../src/projection/sweep-statuses.js';
 import { expectStatusDaysKept } from '../utils/read-models.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
@@ -71,7 +71,7 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
     const watermarkAt = (i: number) => NOW_INSTANTS[Math.abs(arrival + i) % NOW_INSTANTS.length];
     await db.dataSource.query(`INSERT INTO read_model.customer_status_watermarks (app_id, at) SELECT unnest($1::text[]), $2`, [apps, watermarkAt(0)]);
     for (let i = 0; offset < end; i++) {
-      if (i % 3 === 2) await sweepStatuses(db.dataSource, watermarkAt(i));
+      if (i % 3 === 2) for (const app of apps) await sweepApp(db.dataSource, app, watermarkAt(i));
       const at = Number(offset - BigInt(first));
       const nextErasure = erasureAt.find((p) => p >= at);
       const size = Math.min(batchSizes.length ? batchSizes[i % batchSizes.length] : 1000, nextErasure === undefined ? Infinity : nextErasure - at + 1);
@@ -105,7 +105,7 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
       // The filtered pages read counts at a watermark plus what changed between it and the instant:
       // some instants are asked with the watermark moved past them, before them, or onto them.
       if (i % 3 !== 0) {
-        await sweepStatuses(db.dataSource, new Date(now.getTime() + [0, 3_600_000, -86_400_000 * 40][i % 3] + (i % 2)));
+        for (const app of apps) await sweepApp(db.dataSource, app, new Date(now.getTime() + [0, 3_600_000, -86_400_000 * 40][i % 3] + (i % 2)));
         await expectStatusDaysKept(db.dataSource);
       }
       for (const app of apps) {

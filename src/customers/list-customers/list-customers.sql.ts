@@ -2,7 +2,7 @@ import type { StoredCustomerFacts } from '../customer-info.js';
 import type { ListCustomersQuery } from './list-customers.query.js';
 import { filterConditions, type CustomerFilters } from './customer-filters.js';
 import { CUSTOMER_STATUSES, type CustomerStatus } from '../customer-status.js';
-import { statusAtSql, statusMovedSql } from '../../projection/customer-status-days.js';
+import { statusAtSql, statusMovedSql, watermarkSql } from '../../projection/customer-status-days.js';
 
 /** A customer row: its name, receipts and the kept summary facts customerInfo is derived from. */
 export type CustomerRow = StoredCustomerFacts & { applicationUsername: string; receiptIds: string[] };
@@ -161,7 +161,7 @@ export function filteredPageStartSql(q: ListCustomersQuery, now: Date): { name: 
     const inSet = (t: string) => `(CASE WHEN ${statusAtSql(t)} = ANY($3::text[]) THEN 1 ELSE 0 END)`;
     // The watermark as a subquery, not a join: the planner then guesses a narrow range (the default
     // for unknown bounds), not a fifth of the table, which made it plan parallel workers costing ms.
-    const watermark = `(SELECT w.at FROM read_model.customer_status_watermarks w WHERE w.app_id = $1)`;
+    const watermark = watermarkSql('read_model', '$1');
     moved = `UNION ALL
       SELECT (c.first_seen_at AT TIME ZONE 'UTC')::date, ${inSet(at)} - ${inSet(watermark)}
       FROM read_model.customers c

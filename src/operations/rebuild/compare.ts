@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { statusAtSql } from '../../projection/customer-status-days.js';
+import { statusAtSql, watermarkSql } from '../../projection/customer-status-days.js';
 
 export type TableDifference = {
   table: string;
@@ -49,7 +49,7 @@ async function compareStatusDays(m: EntityManager, rebuilt: string, sampleSize: 
   const kept = `SELECT app_id, first_day::text, status, product_id, renewal_intent, n FROM read_model.customer_status_days`;
   const placed = `
     SELECT c.app_id, (c.first_seen_at AT TIME ZONE 'UTC')::date::text, ${statusAtSql('w.at')}, coalesce(c.current_product_id, ''), coalesce(c.renewal_intent, ''), count(*)
-    FROM ${rebuilt}.customers c JOIN read_model.customer_status_watermarks w USING (app_id) GROUP BY 1, 2, 3, 4, 5`;
+    FROM ${rebuilt}.customers c CROSS JOIN LATERAL (SELECT ${watermarkSql('read_model', 'c.app_id')} AS at) w GROUP BY 1, 2, 3, 4, 5`;
   const [{ live, other }] = await m.query(`SELECT (SELECT count(*) FROM (${kept}) k)::int AS live, (SELECT count(*) FROM (${placed}) p)::int AS other`);
   const onlyLive = await m.query(`(${kept} EXCEPT ALL ${placed}) LIMIT ${sampleSize}`);
   const onlyRebuilt = await m.query(`(${placed} EXCEPT ALL ${kept}) LIMIT ${sampleSize}`);
