@@ -446,12 +446,16 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     if (next === undefined) rederive.push(c);
     else extended.push({ ...c, facts: next });
   }
+  // Only a new row, a stored summary or an earlier first-seen day can move a customer's counts.
+  const moved: CustomerChange[] = [...placed.values()].filter((c) => c.before === undefined || c.before.firstSeenDay !== c.after?.firstSeenDay);
   for (const stored of await refreshSummaries(m, schema, rederive, extended, writes)) {
     const change = placed.get(key2(stored.app_id, stored.name));
-    if (change?.after) change.after = { ...stored.facts, firstSeenDay: change.after.firstSeenDay }; // no row, nothing stored
+    if (!change?.after) continue; // no row, nothing stored
+    if (change.before !== undefined && change.before.firstSeenDay === change.after.firstSeenDay) moved.push(change);
+    change.after = { ...stored.facts, firstSeenDay: change.after.firstSeenDay };
   }
 
-  return { cells: filterCountDeltas(txCells), customerDays: dayCountDeltas(customerDays), customerCells: [...placed.values()] };
+  return { cells: filterCountDeltas(txCells), customerDays: dayCountDeltas(customerDays), customerCells: moved };
 }
 
 /** What a batch changes in the kept counts, written by writeCounts once everything else is. */

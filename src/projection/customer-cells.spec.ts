@@ -1,4 +1,7 @@
-import { customerCellDeltas, customerCellOf, NO_FACTS, type CellFacts } from './customer-cells.js';
+import { customerCellDeltas, customerCellOf, type CellFacts } from './customer-cells.js';
+
+/** A customer row as inserted, before any summary is stored on it. */
+const NO_FACTS: CellFacts = { expirationDate: null, productId: null, renewalIntent: null, graceFrom: null, billingRetry: false };
 
 const monthly: CellFacts = { expirationDate: '2026-04-01T23:30:00.000Z', productId: 'apple:monthly', renewalIntent: 'Renew', graceFrom: null, billingRetry: false };
 

@@ -10,9 +10,6 @@ export type CustomerCell = { end_day: string; product_id: string; renewal_intent
 export type CustomerCellDelta = CustomerCell & { app_id: string; n: number };
 export type CellFacts = Pick<CustomerFacts, 'expirationDate' | 'productId' | 'renewalIntent' | 'graceFrom' | 'billingRetry'>;
 
-/** A customer row as inserted, before any summary is stored on it. */
-export const NO_FACTS: CellFacts = { expirationDate: null, productId: null, renewalIntent: null, graceFrom: null, billingRetry: false };
-
 export const customerCellOf = (f: CellFacts): CustomerCell => ({
   end_day: f.expirationDate === null ? '-infinity' : utcDay(f.expirationDate),
   product_id: f.productId ?? '',
