@@ -179,58 +179,27 @@ export const sql = (schema: string) => ({
     FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS k(app_id, name, first_seen_at)
     WHERE c.app_id = k.app_id AND c.application_username = k.name`,
 
-  addDayCounts: (table: 'transaction_day_counts' | 'customer_day_counts') => `
-    INSERT INTO ${schema}.${table} AS d (app_id, day, n)
-    SELECT * FROM unnest($1::text[], $2::date[], $3::bigint[]) ORDER BY 1, 2
-    ON CONFLICT (app_id, day) DO UPDATE SET n = d.n + excluded.n`,
-
-  /** A day whose last row moved away is removed, as a from-scratch projection would never write it. */
-  dropEmptyDays: (table: 'transaction_day_counts' | 'customer_day_counts') => `
-    DELETE FROM ${schema}.${table} d USING unnest($1::text[], $2::date[]) AS k(app_id, day)
-    WHERE d.app_id = k.app_id AND d.day = k.day AND d.n = 0`,
+  /** DayDelta[] as JSON. */
+  dayCounts: (table: 'transaction_day_counts' | 'customer_day_counts') => countStatements(schema, table, { app_id: 'text', day: 'date' }),
 
   /** FilterCountDelta[] as JSON: one parameter, cheaper to send than six arrays of thousands (a batch in customer order). */
-  addFilterCounts: `
-    INSERT INTO ${schema}.transaction_filter_day_counts AS d (app_id, product_id, platform, sandbox, day, n)
-    SELECT app_id, product_id, platform, sandbox, day, n
-    FROM json_to_recordset($1::json) AS k(app_id text, product_id text, platform text, sandbox boolean, day date, n bigint)
-    ORDER BY 1, 2, 3, 4, 5
-    ON CONFLICT (app_id, product_id, platform, sandbox, day) DO UPDATE SET n = d.n + excluded.n`,
-
-  dropEmptyFilterCounts: `
-    DELETE FROM ${schema}.transaction_filter_day_counts d
-    USING json_to_recordset($1::json) AS k(app_id text, product_id text, platform text, sandbox boolean, day date)
-    WHERE (d.app_id, d.product_id, d.platform, d.sandbox, d.day) = (k.app_id, k.product_id, k.platform, k.sandbox, k.day) AND d.n = 0`,
+  filterCounts: countStatements(schema, 'transaction_filter_day_counts', { app_id: 'text', product_id: 'text', platform: 'text', sandbox: 'boolean', day: 'date' }),
 
   /** CustomerCellDelta[] as JSON. */
-  addCustomerCells: `
-    INSERT INTO ${schema}.customer_filter_counts AS d (app_id, end_day, product_id, renewal_intent, grace_day, billing_retry, n)
-    SELECT app_id, end_day, product_id, renewal_intent, grace_day, billing_retry, n
-    FROM json_to_recordset($1::json) AS k(app_id text, end_day date, product_id text, renewal_intent text, grace_day date, billing_retry boolean, n bigint)
-    ORDER BY 1, 2, 3, 4, 5, 6
-    ON CONFLICT (app_id, end_day, product_id, renewal_intent, grace_day, billing_retry) DO UPDATE SET n = d.n + excluded.n`,
-
-  dropEmptyCustomerCells: `
-    DELETE FROM ${schema}.customer_filter_counts d
-    USING json_to_recordset($1::json) AS k(app_id text, end_day date, product_id text, renewal_intent text, grace_day date, billing_retry boolean)
-    WHERE (d.app_id, d.end_day, d.product_id, d.renewal_intent, d.grace_day, d.billing_retry) = (k.app_id, k.end_day, k.product_id, k.renewal_intent, k.grace_day, k.billing_retry)
-      AND d.n = 0`,
+  customerCells: countStatements(schema, 'customer_filter_counts', {
+    app_id: 'text',
+    end_day: 'date',
+    product_id: 'text',
+    renewal_intent: 'text',
+    grace_day: 'date',
+    billing_retry: 'boolean',
+  }),
 
   /** The applications' status watermarks (customer_status_days), to the microsecond. */
   readWatermarks: `SELECT app_id, ${iso('at')} AS at FROM ${schema}.customer_status_watermarks WHERE app_id = ANY($1::text[])`,
 
   /** StatusDayDelta[] as JSON. */
-  addStatusDays: `
-    INSERT INTO ${schema}.customer_status_days AS d (app_id, status, first_day, product_id, renewal_intent, n)
-    SELECT app_id, status, first_day, product_id, renewal_intent, n
-    FROM json_to_recordset($1::json) AS k(app_id text, status text, first_day date, product_id text, renewal_intent text, n bigint)
-    ORDER BY 1, 2, 3, 4, 5
-    ON CONFLICT (app_id, status, first_day, product_id, renewal_intent) DO UPDATE SET n = d.n + excluded.n`,
-
-  dropEmptyStatusDays: `
-    DELETE FROM ${schema}.customer_status_days d
-    USING json_to_recordset($1::json) AS k(app_id text, status text, first_day date, product_id text, renewal_intent text)
-    WHERE (d.app_id, d.status, d.first_day, d.product_id, d.renewal_intent) = (k.app_id, k.status, k.first_day, k.product_id, k.renewal_intent) AND d.n = 0`,
+  statusDays: countStatements(schema, 'customer_status_days', { app_id: 'text', status: 'text', first_day: 'date', product_id: 'text', renewal_intent: 'text' }),
 
   insertDeadLetters: `
     INSERT INTO public.dead_letters (topic, partition, "offset", key, value, code, reason)
@@ -243,3 +212,27 @@ export const sql = (schema: string) => ({
         next_offset = GREATEST(next_offset, $3), updated_at = now()
     WHERE topic = $1 AND partition = $2`,
 });
+
+/** The two statements that keep a table of counts: `add` sums JSON deltas `{ ...key, n }` into it, `dropEmpty` removes the given keys' rows left at zero. */
+export type CountStatements = { add: string; dropEmpty: string };
+
+/**
+ * `key` is the table's primary key, column to type, in key order: deltas are upserted in that
+ * order, the lock order concurrent batches share. A row whose last customer or transaction moved
+ * away is removed, as a from-scratch projection would never write it.
+ */
+function countStatements(schema: string, table: string, key: Record<string, string>): CountStatements {
+  const columns = Object.keys(key);
+  const list = columns.join(', ');
+  const recordset = (extra: string) => `json_to_recordset($1::json) AS k(${Object.entries(key).map(([c, t]) => `${c} ${t}`).join(', ')}${extra})`;
+  return {
+    add: `
+    INSERT INTO ${schema}.${table} AS d (${list}, n)
+    SELECT ${list}, n FROM ${recordset(', n bigint')}
+    ORDER BY ${columns.map((_, i) => i + 1).join(', ')}
+    ON CONFLICT (${list}) DO UPDATE SET n = d.n + excluded.n`,
+    dropEmpty: `
+    DELETE FROM ${schema}.${table} d USING ${recordset('')}
+    WHERE (${columns.map((c) => `d.${c}`).join(', ')}) = (${columns.map((c) => `k.${c}`).join(', ')}) AND d.n = 0`,
+  };
+}

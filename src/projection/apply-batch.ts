@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { decodeEvent, RejectCode, type Decoded } from '../events/decode-event.js';
 import type { PurchaseEvent } from '../events/purchase-event.js';
-import { sql } from './apply-batch.sql.js';
+import { sql, type CountStatements } from './apply-batch.sql.js';
 import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary } from './customer-summaries.js';
 import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
@@ -469,30 +469,20 @@ type CountChanges = { cells: FilterCountDelta[]; customerDays: DayDelta[]; custo
 async function writeCounts(m: EntityManager, schema: string, { cells, customerDays, customerCells }: CountChanges): Promise<void> {
   const q = sql(schema);
   // a transaction's day count changes exactly as its filter counts do, summed over the day
-  for (const [table, deltas] of [['transaction_day_counts', sumDayDeltas(cells)], ['customer_day_counts', sumDayDeltas(customerDays)]] as const) {
-    if (deltas.length === 0) continue;
-    await m.query(q.addDayCounts(table), [deltas.map((d) => d.app_id), deltas.map((d) => d.day), deltas.map((d) => d.n)]);
-    const emptied = deltas.filter((d) => d.n < 0);
-    if (emptied.length > 0) await m.query(q.dropEmptyDays(table), [emptied.map((d) => d.app_id), emptied.map((d) => d.day)]);
-  }
-  if (cells.length > 0) {
-    await m.query(q.addFilterCounts, [JSON.stringify(cells)]);
-    const emptied = cells.filter((d) => d.n < 0);
-    if (emptied.length > 0) await m.query(q.dropEmptyFilterCounts, [JSON.stringify(emptied)]);
-  }
-  const customerDeltas = customerCellDeltas(customerCells);
-  if (customerDeltas.length > 0) {
-    await m.query(q.addCustomerCells, [JSON.stringify(customerDeltas)]);
-    const emptied = customerDeltas.filter((d) => d.n < 0);
-    if (emptied.length > 0) await m.query(q.dropEmptyCustomerCells, [JSON.stringify(emptied)]);
-  }
+  await writeDeltas(m, q.dayCounts('transaction_day_counts'), sumDayDeltas(cells));
+  await writeDeltas(m, q.dayCounts('customer_day_counts'), sumDayDeltas(customerDays));
+  await writeDeltas(m, q.filterCounts, cells);
+  await writeDeltas(m, q.customerCells, customerCellDeltas(customerCells));
   if (customerCells.length === 0) return;
-  const statusDeltas = statusDayDeltas(customerCells, await statusWatermarks(m, schema, [...new Set(customerCells.map((c) => c.app_id))]));
-  if (statusDeltas.length > 0) {
-    await m.query(q.addStatusDays, [JSON.stringify(statusDeltas)]);
-    const emptied = statusDeltas.filter((d) => d.n < 0);
-    if (emptied.length > 0) await m.query(q.dropEmptyStatusDays, [JSON.stringify(emptied)]);
-  }
+  await writeDeltas(m, q.statusDays, statusDayDeltas(customerCells, await statusWatermarks(m, schema, [...new Set(customerCells.map((c) => c.app_id))])));
+}
+
+/** Adds a batch's deltas to a table of counts, then drops the rows a negative delta may have left at zero. */
+export async function writeDeltas(m: EntityManager, statements: CountStatements, deltas: { n: number }[]): Promise<void> {
+  if (deltas.length === 0) return;
+  await m.query(statements.add, [JSON.stringify(deltas)]);
+  const emptied = deltas.filter((d) => d.n < 0);
+  if (emptied.length > 0) await m.query(statements.dropEmpty, [JSON.stringify(emptied)]);
 }
 
 /** The applications' status watermarks in epoch µs (none: NO_WATERMARK). The batch's app lock keeps them from moving. */

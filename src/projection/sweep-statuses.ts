@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { LIVE_PROJECTION_LOCK, LIVE_SCHEMA } from './apply-batch.js';
+import { LIVE_PROJECTION_LOCK, LIVE_SCHEMA, writeDeltas } from './apply-batch.js';
 import { sql } from './apply-batch.sql.js';
 import { statusAtSql, statusMovedSql, type StatusDayDelta } from './customer-status-days.js';
 
@@ -33,10 +33,7 @@ export async function sweepApp(db: DataSource, appId: string, to: Date, schema =
        GROUP BY 1, 2, 3, 4, 5 HAVING sum(n) <> 0`,
       [appId, to],
     )) as StatusDayDelta[];
-    if (deltas.length > 0) {
-      await m.query(q.addStatusDays, [JSON.stringify(deltas)]);
-      await m.query(q.dropEmptyStatusDays, [JSON.stringify(deltas.filter((d) => d.n < 0))]);
-    }
+    await writeDeltas(m, q.statusDays, deltas);
     await m.query(`UPDATE ${schema}.customer_status_watermarks SET at = $2 WHERE app_id = $1`, [appId, to]);
     return deltas.reduce((sum, d) => sum + Math.max(d.n, 0), 0);
   });
