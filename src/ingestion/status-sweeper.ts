@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { sweepStatuses } from '../projection/sweep-statuses.js';
 
 /**
@@ -13,32 +14,21 @@ export const STATUS_SWEEP_MS = 60_000;
 /** Keeps customer_status_days close to the clock on every consuming instance (docs/api.md, "How the pages stay fast"). */
 @Injectable()
 export class StatusSweeper implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('status-sweeper');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
+  private readonly sweeps = new PeriodicTask(new Logger('status-sweeper'), 'moving the status watermarks failed; the next sweep retries', () =>
+    sweepStatuses(this.db, this.clock.now()),
+  );
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly clock: Clock,
   ) {}
 
+  /** At once too: a restart after a long stop leaves the counts far behind the clock. */
   onApplicationBootstrap(): void {
-    const tick = () => {
-      this.running ??= sweepStatuses(this.db, this.clock.now())
-        .then(
-          () => undefined,
-          (error: unknown) => this.logger.warn({ msg: 'moving the status watermarks failed; the next sweep retries', error: (error as Error).message }),
-        )
-        .finally(() => (this.running = undefined));
-    };
-    this.timer = setInterval(tick, STATUS_SWEEP_MS);
-    this.timer.unref();
-    tick(); // a restart after a long stop leaves the counts far behind the clock
+    this.sweeps.start(STATUS_SWEEP_MS);
   }
 
-  /** Before Nest's onApplicationShutdown hooks, which close the database pool under a sweep in flight. */
   async beforeApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.sweeps.stop();
   }
 }

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { PeriodicTask } from '../../common/periodic-task.js';
 import { googleVoidedImportEvents } from '../../import/google/google-import.js';
 import { GooglePlayApi } from './google-play.js';
 import { GOOGLE_VOIDED_KIND, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../../import/google/google-voided.js';
@@ -23,8 +24,7 @@ const OVERLAP_MS = 10 * 60_000;
 @Injectable()
 export class VoidedPurchasesPoller implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('google-voided-poller');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
+  private readonly polls = new PeriodicTask(this.logger, 'polling voided purchases failed; the next poll retries', () => this.pollOnce());
   private readonly abort = new AbortController();
 
   constructor(
@@ -35,25 +35,12 @@ export class VoidedPurchasesPoller implements OnApplicationBootstrap, BeforeAppl
 
   onApplicationBootstrap(): void {
     const every = this.config.google?.voidedPollIntervalMs;
-    if (!every) return;
-    const tick = () => {
-      this.running ??= this.pollOnce()
-        .then(
-          () => undefined,
-          (error: unknown) => this.logger.warn({ msg: 'polling voided purchases failed; the next poll retries', error: (error as Error).message }),
-        )
-        .finally(() => (this.running = undefined));
-    };
-    this.timer = setInterval(tick, every);
-    this.timer.unref();
-    tick();
+    if (every) this.polls.start(every);
   }
 
-  /** Before Nest's onApplicationShutdown hooks, which close the database pool under a poll in flight. */
   async beforeApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
     this.abort.abort();
-    await this.running;
+    await this.polls.stop();
   }
 
   /** One poll of every app, if no other instance holds the lock; returns the voids published. */
