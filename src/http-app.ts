@@ -71,6 +71,9 @@ function answerClientError(error: Error & { code?: string }, socket: Socket): vo
 export async function createHttpApp(options: AppModuleOptions & { pino: Logger }): Promise<NestFastifyApplication> {
   const deadlines = requestDeadlines(options.config.requestTimeoutMs);
   const adapter = new FastifyAdapter({
+    // No Nest middleware is configured here: without @fastify/middie no request runs its onRequest hook
+    // for nothing (bench/notes.md, issue 25). Nest refuses to start if middleware is ever added.
+    skipMiddie: true,
     loggerInstance: options.pino,
     // A caller's x-request-id is kept only when short and printable (it is echoed and logged).
     requestIdHeader: false,
