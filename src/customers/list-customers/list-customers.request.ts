@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
 import { feedCursor } from '../../change-feed/feed-request.js';
-import { CHANGED_AFTER_DOC, PagingRequest } from '../../common/paging.js';
+import { CHANGED_AFTER_DOC, PagingRequest, plainPaging } from '../../common/paging.js';
 import { validateRequest } from '../../common/validate-request.js';
 import { MAX_USERNAMES, parseApplicationUsernames } from './application-usernames.js';
 import { FILTER_PARAMETERS, MAX_PRODUCT_ID_LENGTH, parseCustomerFilters, type CustomerFilters } from './customer-filters.js';
@@ -78,11 +78,14 @@ export function parseListCustomersRequest(query: Record<string, unknown>, rawQue
     // skip and limit are disregarded with a name list; only unknown parameters are still refused.
     const { skip: _skip, limit: _limit, ...rest } = query;
     // A lookup with no other parameter (the hot "is this user paying?" request) has nothing the
-    // class validators could refuse: the names are strings and every other field is its default.
+    // class validators could refuse (the names are strings, every other field is its default) and no filter.
     const keys = Reflect.ownKeys(rest);
-    if (!(keys.length === 1 && keys[0] === 'applicationUsername' && typeof rest.applicationUsername === 'string')) validateRequest(ListCustomersRequest, rest);
+    if (keys.length === 1 && keys[0] === 'applicationUsername' && typeof rest.applicationUsername === 'string') return { kind: 'usernames', usernames, filters: {} };
+    validateRequest(ListCustomersRequest, rest);
     return { kind: 'usernames', usernames, filters: parseCustomerFilters(rest) };
   }
+  const paging = plainPaging(query);
+  if (paging) return { kind: 'page', ...paging, filters: {} };
   const { skip, limit } = validateRequest(ListCustomersRequest, query);
   return { kind: 'page', skip, limit, filters: parseCustomerFilters(query) };
 }
