@@ -4,7 +4,7 @@ import { IsDate, IsOptional, IsString } from 'class-validator';
 import { feedCursor } from '../../change-feed/feed-request.js';
 import { InvalidParameterError } from '../../common/errors.js';
 import { parseIsoDateTime } from '../../common/iso-date.js';
-import { CHANGED_AFTER_DOC, PagingRequest } from '../../common/paging.js';
+import { CHANGED_AFTER_DOC, PagingRequest, plainPaging } from '../../common/paging.js';
 import { validateRequest } from '../../common/validate-request.js';
 import { MAX_ID_LENGTH, parseTransactionFilters, TRANSACTION_FILTER_PARAMETERS, type TransactionFilters } from './transaction-filters.js';
 
@@ -78,6 +78,8 @@ export type ParsedListTransactions = ListTransactionsRequest & { after?: string;
 export function parseListTransactionsRequest(query: Record<string, unknown>): ParsedListTransactions {
   const after = feedCursor(query, ['skip', 'startdate', 'enddate', ...TRANSACTION_FILTER_PARAMETERS]);
   if (after !== undefined) return Object.assign(validateRequest(ListTransactionsRequest, query), { after, filters: {} });
+  const paging = plainPaging(query);
+  if (paging) return Object.assign(new ListTransactionsRequest(), paging, { filters: {} });
   const request = validateRequest(ListTransactionsRequest, query);
   if (request.startdate && request.enddate && request.enddate < request.startdate) {
     throw new InvalidParameterError('enddate', 'enddate must not be earlier than startdate');
