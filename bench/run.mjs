@@ -59,6 +59,9 @@ const { values: args } = parseArgs({
     // lookup: alternating rounds per scenario (each server, one after the other); with two rounds of
     // 5 s the lookup's ratio moved between 0.86 and 0.94 across runs of one build (bench/notes.md)
     rounds: { type: 'string', default: '4' },
+    // lookup: a third server in the same rounds, bench/nest-floor-server.mjs: the bare server's handlers
+    // behind a bare NestJS controller on Fastify, i.e. what the fixed stack costs before the service's own code
+    floor: { type: 'boolean', default: false },
   },
 });
 const serviceNodeFlags = args['node-flags'] === undefined ? SERVICE_NODE_FLAGS : args['node-flags'].split(/\s+/).filter(Boolean);
@@ -472,6 +475,8 @@ async function lookupBenchmarks(adminUrl) {
   await waitHttp(`${base}/health/live`);
   const barePort = await freePort();
   const bare = await forkServer('bare-server.mjs', [readUrl, String(barePort), SECRET], args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(root, '.tmp/cpu-prof-bare')}`] : []);
+  const floorPort = await freePort();
+  const floor = args.floor ? await forkServer('nest-floor-server.mjs', [readUrl, String(floorPort), SECRET], args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(root, '.tmp/cpu-prof-floor')}`] : []) : undefined;
   const token = mintToken({ secret: SECRET, appId: 'big-app', scopes: ['customers:read', 'transactions:read'], ttlSeconds: 3600 });
   const C = size.customers;
   const lookup = '/v2/customers?applicationUsername=';
@@ -482,6 +487,7 @@ async function lookupBenchmarks(adminUrl) {
     const get = async (origin) => (await fetch(origin + pathAndQuery, { headers: { authorization: `Bearer ${token}` } })).text();
     const [a, b] = await Promise.all([get(base), get(`http://127.0.0.1:${barePort}`)]);
     assert.deepStrictEqual(JSON.parse(b), JSON.parse(a), `bare server and service differ on ${pathAndQuery}`);
+    if (floor) assert.deepStrictEqual(JSON.parse(await get(`http://127.0.0.1:${floorPort}`)), JSON.parse(a), `NestJS floor server and service differ on ${pathAndQuery}`);
   };
   await same(`${lookup}user-12345`);
   const deep = `/v2/transactions?skip=${Math.floor(size.transactions / 2)}&limit=100`;
@@ -489,14 +495,20 @@ async function lookupBenchmarks(adminUrl) {
   const rounds = Number(args.rounds);
   const stopRss = sampleRss(ours.pid);
   log(`lookup, 50 connections, ${rounds} alternating rounds of ${size.seconds} s`);
-  const none = { service: { rps: NaN, p99: NaN, rounds: [] }, bare: { rps: NaN, p99: NaN, rounds: [] } };
-  const lookupRun = args['cpu-prof'] === 'deep' ? none : await sideBySide([['service', base + lookup + 'user-1', ours.pid], ['bare', `http://127.0.0.1:${barePort}${lookup}user-1`, bare.pid]], 50, size.seconds, rounds, token, randomUser);
-  log(`lookup: service ${JSON.stringify(lookupRun.service)}; bare ${JSON.stringify(lookupRun.bare)}`);
-  const deepRun = args['cpu-prof'] === 'lookup' ? none : await sideBySide([['service', base + deep, ours.pid], ['bare', `http://127.0.0.1:${barePort}${deep}`, bare.pid]], 50, size.seconds, rounds, token);
-  log(`deep page: service ${JSON.stringify(deepRun.service)}; bare ${JSON.stringify(deepRun.bare)}`);
-  results.lookup = { lookup: lookupRun, deep: { url: deep, ...deepRun }, rounds, reused, replica: Boolean(args['read-url']), rssMb: stopRss(), hwmMb: hwmMb(ours.pid), load: os.loadavg().map((l) => l.toFixed(2)).join(' ') };
+  const none = { service: { rps: NaN, p99: NaN, rounds: [] }, bare: { rps: NaN, p99: NaN, rounds: [] }, floor: { rps: NaN, p99: NaN, rounds: [] } };
+  const servers = (pathAndQuery) => [
+    ['service', base + pathAndQuery, ours.pid],
+    ['bare', `http://127.0.0.1:${barePort}${pathAndQuery}`, bare.pid],
+    ...(floor ? [['floor', `http://127.0.0.1:${floorPort}${pathAndQuery}`, floor.pid]] : []),
+  ];
+  const lookupRun = args['cpu-prof'] === 'deep' ? none : await sideBySide(servers(lookup + 'user-1'), 50, size.seconds, rounds, token, randomUser);
+  log(`lookup: service ${JSON.stringify(lookupRun.service)}; bare ${JSON.stringify(lookupRun.bare)}${floor ? `; floor ${JSON.stringify(lookupRun.floor)}` : ''}`);
+  const deepRun = args['cpu-prof'] === 'lookup' ? none : await sideBySide(servers(deep), 50, size.seconds, rounds, token);
+  log(`deep page: service ${JSON.stringify(deepRun.service)}; bare ${JSON.stringify(deepRun.bare)}${floor ? `; floor ${JSON.stringify(deepRun.floor)}` : ''}`);
+  results.lookup = { lookup: lookupRun, deep: { url: deep, ...deepRun }, rounds, floor: Boolean(floor), reused, replica: Boolean(args['read-url']), rssMb: stopRss(), hwmMb: hwmMb(ours.pid), load: os.loadavg().map((l) => l.toFixed(2)).join(' ') };
   // SIGINT: a --cpu-prof profile is written only by a process that exits on its own
   bare.kill(args['cpu-prof'] ? 'SIGINT' : 'SIGTERM');
+  floor?.kill(args['cpu-prof'] ? 'SIGINT' : 'SIGTERM');
   ours.kill('SIGTERM');
   await new Promise((r) => ours.once('exit', r));
   await ds.destroy();
@@ -830,6 +842,18 @@ function report(meta) {
       lines.push(`| ${name} | ${r.service.rps} | ${r.bare.rps} | ${ratio.toFixed(2)} ${ok(ratio >= 0.9 && r.service.errors === 0)} | ${r.service.p99} | ${r.bare.p99} | ${p99.toFixed(2)}${p99Target} | ${r.service.cpuUsPerRequest} / ${r.bare.cpuUsPerRequest} |`);
     }
     lines.push('', `Rounds, service: ${l.lookup.service.rounds.join('; ')}; bare: ${l.lookup.bare.rounds.join('; ')}. API process RSS: max ${l.rssMb} MB (VmHWM ${l.hwmMb} MB).`, '');
+    if (l.floor) {
+      lines.push(
+        `The fixed stack's floor (\`--floor\`, bench/nest-floor-server.mjs, in the same rounds): the bare server's handlers behind a NestJS controller on Fastify with nothing else (no guards, query bus, hooks, metrics or logger).`,
+        '',
+        '| scenario | floor req/s | floor / bare | service / floor | floor p99 ms | floor p99 / bare p99 | CPU µs per request, floor |',
+        '|---|---|---|---|---|---|---|',
+      );
+      for (const [name, r] of [['lookup, one user', l.lookup], ['deep page', l.deep]]) {
+        lines.push(`| ${name} | ${r.floor.rps} | ${(r.floor.rps / r.bare.rps).toFixed(2)} | ${(r.service.rps / r.floor.rps).toFixed(2)} | ${r.floor.p99} | ${(r.floor.p99 / Math.max(r.bare.p99, 1)).toFixed(2)} | ${r.floor.cpuUsPerRequest} |`);
+      }
+      lines.push('');
+    }
   }
   if (results.ingest.events) {
     const i = results.ingest;
