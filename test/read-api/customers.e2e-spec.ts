@@ -132,4 +132,13 @@ describe('GET /v2/customers (e2e, real PostgreSQL)', () => {
     expect((await api.get('/v2/customers', api.token('app-1', ['transactions:read']))).body).toMatchObject({ status: 403, code: 'insufficient_scope' });
     expect((await api.get('/v2/customers', api.token('', ['customers:read']))).body).toMatchObject({ status: 403, code: 'app_claim_missing' });
   });
+
+  it('checks the scope again on every route for a token it has already verified', async () => {
+    const transactionsOnly = api.token('app-1', ['transactions:read']);
+    expect((await api.get('/v2/transactions', transactionsOnly)).status).toBe(200);
+    expect((await api.get('/v2/customers', transactionsOnly)).body).toMatchObject({ status: 403, code: 'insufficient_scope' });
+    const noApp = api.token('', ['customers:read', 'transactions:read']);
+    expect((await api.get('/v2/customers', noApp)).body).toMatchObject({ status: 403, code: 'app_claim_missing' });
+    expect((await api.get('/v2/customers', noApp)).body).toMatchObject({ status: 403, code: 'app_claim_missing' });
+  });
 });
