@@ -1,15 +1,15 @@
 import {
   applyDecorators,
+  CanActivate,
   createParamDecorator,
   ExecutionContext,
   Injectable,
   Logger,
-  Optional,
   SetMetadata,
   UseGuards,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { AuthGuard, AuthModuleOptions } from '@nestjs/passport';
+import { AuthGuard } from '@nestjs/passport';
 import { ApiSecurity } from '@nestjs/swagger';
 import { LRUCache } from 'lru-cache';
 import { ExtractJwt } from 'passport-jwt';
@@ -19,11 +19,7 @@ import type { Principal, Scope } from './scopes.js';
 
 const REQUIRED_SCOPE = 'required_scope';
 
-/**
- * 401 for every way a token can be absent or unverifiable, with the reason as the code; then 403 when
- * the token names no application or lacks the route's scope. One guard for both: the read endpoints'
- * hot path pays for one guard call, not two (issue 25).
- */
+/** 401 for every way a token can be absent or unverifiable, with the reason as the code. */
 @Injectable()
 export class JwtAuthGuard extends AuthGuard('jwt') {
   private readonly logger = new Logger('auth');
@@ -35,15 +31,6 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
    * Only verified tokens get in, so the bound is reached only by many live tokens, not by forgeries.
    */
   private readonly verified = new LRUCache<string, { principal: Principal; until: number }>({ max: 4096 });
-  /** Each route's @Authorize scope, read from its metadata once. */
-  private readonly scopes = new WeakMap<object, Scope>();
-
-  constructor(
-    private readonly reflector: Reflector,
-    @Optional() options?: AuthModuleOptions,
-  ) {
-    super(options);
-  }
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined>; user?: Principal }>();
@@ -51,28 +38,15 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
     const known = token === undefined ? undefined : this.verified.get(token);
     if (known !== undefined && Date.now() < known.until) {
       request.user = known.principal;
-    } else {
-      // passport answers 401 itself (handleRequest below): a false here is never reached in practice
-      if (!((await super.canActivate(context)) as boolean) || !request.user) return false;
-      if (token !== undefined) {
-        const { header, payload } = decodeParts(token);
-        // jsonwebtoken refuses a token once the clock reaches exp (validate() refused one without exp)
-        if (header?.alg === 'HS256' && typeof payload?.exp === 'number') this.verified.set(token, { principal: request.user, until: payload.exp * 1000 });
-      }
+      return true;
     }
-    requireScope(request.user, this.scopeOf(context.getHandler()));
-    return true;
-  }
-
-  private scopeOf(handler: object): Scope {
-    let scope = this.scopes.get(handler);
-    if (scope === undefined) {
-      scope = this.reflector.get<Scope>(REQUIRED_SCOPE, handler as never);
-      // A guarded route without a scope would let every token in: refuse to serve it at all.
-      if (scope === undefined) throw new Error('JwtAuthGuard runs only on routes with @Authorize(scope)');
-      this.scopes.set(handler, scope);
+    const allowed = (await super.canActivate(context)) as boolean;
+    if (allowed && token !== undefined && request.user) {
+      const { header, payload } = decodeParts(token);
+      // jsonwebtoken refuses a token once the clock reaches exp (validate() refused one without exp)
+      if (header?.alg === 'HS256' && typeof payload?.exp === 'number') this.verified.set(token, { principal: request.user, until: payload.exp * 1000 });
     }
-    return scope;
+    return allowed;
   }
 
   override handleRequest<T>(err: unknown, user: T, info: unknown, context: ExecutionContext): T {
@@ -141,17 +115,25 @@ export function describeMalformed(token: string): string | undefined {
 }
 
 /** 403 when a valid token does not name an application or lacks the route's scope. */
-function requireScope(principal: Principal, scope: Scope): void {
-  if (!principal.appId) {
-    throw new AuthError(ErrorCode.AppClaimMissing, 'The token has no "app" claim naming the application to read.');
-  }
-  if (!principal.scopes.has(scope)) {
-    throw new AuthError(ErrorCode.InsufficientScope, `The token's scope claim must include "${scope}".`);
+@Injectable()
+export class ScopeGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const scope = this.reflector.get<Scope>(REQUIRED_SCOPE, context.getHandler());
+    const principal = context.switchToHttp().getRequest<{ user: Principal }>().user;
+    if (!principal.appId) {
+      throw new AuthError(ErrorCode.AppClaimMissing, 'The token has no "app" claim naming the application to read.');
+    }
+    if (!principal.scopes.has(scope)) {
+      throw new AuthError(ErrorCode.InsufficientScope, `The token's scope claim must include "${scope}".`);
+    }
+    return true;
   }
 }
 
 export function Authorize(scope: Scope) {
-  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scope), UseGuards(JwtAuthGuard), ApiSecurity('bearer', [scope]));
+  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scope), UseGuards(JwtAuthGuard, ScopeGuard), ApiSecurity('bearer', [scope]));
 }
 
 export const CurrentPrincipal = createParamDecorator(
