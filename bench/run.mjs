@@ -475,7 +475,7 @@ async function lookupBenchmarks(adminUrl) {
   await waitHttp(`${base}/health/live`);
   const barePort = await freePort();
   const bare = await forkServer('bare-server.mjs', [readUrl, String(barePort), SECRET], args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(root, '.tmp/cpu-prof-bare')}`] : []);
-  const floorPort = await freePort();
+  const floorPort = args.floor ? await freePort() : undefined;
   const floor = args.floor ? await forkServer('nest-floor-server.mjs', [readUrl, String(floorPort), SECRET], args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(root, '.tmp/cpu-prof-floor')}`] : []) : undefined;
   const token = mintToken({ secret: SECRET, appId: 'big-app', scopes: ['customers:read', 'transactions:read'], ttlSeconds: 3600 });
   const C = size.customers;
@@ -852,7 +852,7 @@ function report(meta) {
       for (const [name, r] of [['lookup, one user', l.lookup], ['deep page', l.deep]]) {
         lines.push(`| ${name} | ${r.floor.rps} | ${(r.floor.rps / r.bare.rps).toFixed(2)} | ${(r.service.rps / r.floor.rps).toFixed(2)} | ${r.floor.p99} | ${(r.floor.p99 / Math.max(r.bare.p99, 1)).toFixed(2)} | ${r.floor.cpuUsPerRequest} |`);
       }
-      lines.push('');
+      lines.push('', `Rounds, floor: ${l.lookup.floor.rounds.join('; ')}.`, '');
     }
   }
   if (results.ingest.events) {
