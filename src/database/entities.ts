@@ -78,6 +78,18 @@ export class CustomerStatusDayEntity {
   @Column({ type: 'bigint' }) n: string;
 }
 
+/**
+ * Exact customers with an access end per application, access-end UTC day and first-seen UTC week
+ * (docs/api.md "How the pages stay fast"): where a page with an expiry bound starts.
+ */
+@Entity({ schema: 'read_model', name: 'customer_end_weeks' })
+export class CustomerEndWeekEntity {
+  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
+  @PrimaryColumn({ name: 'end_day', type: 'date' }) endDay: string;
+  @PrimaryColumn({ name: 'first_week', type: 'date' }) firstWeek: string;
+  @Column({ type: 'bigint' }) n: string;
+}
+
 /** The instant customer_status_days holds statuses at, per application (moved by sweepStatuses). */
 @Entity({ schema: 'read_model', name: 'customer_status_watermarks' })
 export class CustomerStatusWatermarkEntity {
@@ -291,6 +303,7 @@ export const ENTITIES = [
   CustomerFilterCountEntity,
   CustomerStatusDayEntity,
   CustomerStatusWatermarkEntity,
+  CustomerEndWeekEntity,
   CustomerDayCountEntity,
   ReadModelGenerationEntity,
   RebuildEntity,

@@ -201,6 +201,9 @@ export const sql = (schema: string) => ({
   /** StatusDayDelta[] as JSON. */
   statusDays: countStatements(schema, 'customer_status_days', { app_id: 'text', status: 'text', first_day: 'date', product_id: 'text', renewal_intent: 'text' }),
 
+  /** EndWeekDelta[] as JSON. */
+  endWeeks: countStatements(schema, 'customer_end_weeks', { app_id: 'text', end_day: 'date', first_week: 'date' }),
+
   insertDeadLetters: `
     INSERT INTO public.dead_letters (topic, partition, "offset", key, value, code, reason)
     SELECT $1, $2, o, k, v, c, r FROM unnest($3::bigint[], $4::bytea[], $5::bytea[], $6::text[], $7::text[]) AS d(o, k, v, c, r)

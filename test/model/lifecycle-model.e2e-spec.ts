@@ -136,6 +136,18 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
           const middle = Math.floor(whole.paging.total / 2);
           expect({ status, middle, body: await get(`/v2/customers?status=${status}&skip=${middle}&limit=2`) }).toEqual({ status, middle, body: model.customersPage(app, { status: [status], skip: middle, limit: 2 }, now) });
         }
+        // the expiry bounds alone (customer_end_weeks): pages from the middle, with bounds on the instant
+        // asked, which at the status boundaries is an access end, a millisecond either side of one
+        for (const bounds of [{ expiresAfter: now.toISOString() }, { expiresBefore: now.toISOString() }, customerFilters(24, now, products)]) {
+          const all = model.customersPage(app, { ...bounds, skip: 0, limit: 1000 }, now);
+          expect({ bounds, body: await get(`/v2/customers?${customerQuery(bounds)}&limit=1000`) }).toEqual({ bounds, body: all });
+          const middle = Math.floor(all.paging.total / 2);
+          expect({ bounds, middle, body: await get(`/v2/customers?${customerQuery(bounds)}&skip=${middle}&limit=3`) }).toEqual({
+            bounds,
+            middle,
+            body: model.customersPage(app, { ...bounds, skip: middle, limit: 3 }, now),
+          });
+        }
         // status, intent and product together (no expiry bound): a page from the middle of the matches
         const placed = customerFilters(7, now, products);
         const matches = model.customersPage(app, { ...placed, skip: 0, limit: 1000 }, now).paging.total;

@@ -182,6 +182,21 @@ describe('GET /v2/customers filters (e2e, real PostgreSQL, clock set by the test
     }
   });
 
+  it('pages of the expiry bounds alone, from the middle, across first-seen weeks, with a bound on an access end', async () => {
+    // first seen in two UTC weeks: ann, ben, cat, dan (from Monday 2025-12-29), eve, fay, gil, hal (from 2026-01-05);
+    // access ends: ann 11-01, ben 10-26 (grace), cat 10-10, dan 10-01, eve 10-05 00:00 (refund), hal 10-15 12:00; fay and gil none
+    expect(await ask('expiresAfter=2026-10-05T00:00:00.000Z&skip=2&limit=2')).toEqual({ names: ['cat', 'eve'], paging: { skip: 2, limit: 2, total: 5 } });
+    expect(await ask('expiresAfter=2026-10-05T00:00:00.001Z&skip=2&limit=2')).toEqual({ names: ['cat', 'hal'], paging: { skip: 2, limit: 2, total: 4 } });
+    expect(await ask(`expiresBefore=${NOW}&skip=1`)).toEqual({ names: ['dan', 'eve'], paging: { skip: 1, limit: 100, total: 3 } });
+    expect(await ask('expiresBefore=2026-10-15T12:00:00.001Z&skip=3')).toEqual({ names: ['hal'], paging: { skip: 3, limit: 100, total: 4 } });
+    // both bounds on hal's day, then on no one's
+    expect(await ask('expiresAfter=2026-10-15T11:59:59.999Z&expiresBefore=2026-10-15T12:00:00.001Z')).toEqual({ names: ['hal'], paging: { skip: 0, limit: 100, total: 1 } });
+    expect(await ask('expiresAfter=2026-10-15T11:59:59.999Z&expiresBefore=2026-10-15T12:00:00.001Z&skip=1')).toEqual({ names: [], paging: { skip: 1, limit: 100, total: 1 } });
+    expect(await ask('expiresAfter=2026-10-02&expiresBefore=2026-10-05')).toEqual({ names: [], paging: { skip: 0, limit: 100, total: 0 } });
+    expect(await ask('expiresAfter=2026-10-01&skip=4&limit=1')).toEqual({ names: ['eve'], paging: { skip: 4, limit: 1, total: 6 } });
+    expect(await ask('expiresAfter=2026-10-01&skip=9&limit=0')).toEqual({ names: [], paging: { skip: 9, limit: 0, total: 6 } });
+  });
+
   it('a consuming instance moves the status watermarks to its clock when it starts', async () => {
     const at = new Date('2026-10-20T00:00:00.000Z');
     const other = await startTestApp({ databaseUrl: db.url, clock: { now: () => at }, env: { CONSUMER_ENABLED: 'true' } });

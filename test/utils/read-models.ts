@@ -28,7 +28,8 @@ export async function snapshotReadModels(db: DataSource, schema = 'read_model') 
     throw new Error(`customer_filter_counts drifted from the customer rows:\nkept ${JSON.stringify(customerCells)}\nrows ${JSON.stringify(customerCellsOfRows)}`);
   }
   await expectStatusDaysKept(db, schema);
-  return { customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays, customerCells };
+  const customerEndWeeks = await expectEndWeeksKept(db, schema);
+  return { customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays, customerCells, customerEndWeeks };
 }
 
 /**
@@ -55,6 +56,25 @@ export async function expectStatusDaysKept(db: DataSource, schema = 'read_model'
   if (JSON.stringify(kept) !== JSON.stringify(ofRows)) {
     throw new Error(`customer_status_days drifted from the customer rows:\nkept ${JSON.stringify(kept)}\nrows ${JSON.stringify(ofRows)}`);
   }
+}
+
+/**
+ * customer_end_weeks against the rows: customers with an access end per access-end UTC day and the
+ * Monday of their first-seen UTC week (written here again with ISO weeks, not src/'s date_trunc).
+ */
+export async function expectEndWeeksKept(db: DataSource, schema = 'read_model') {
+  const [kept, ofRows] = await Promise.all([
+    db.query(`SELECT app_id, end_day::text, first_week::text, n::int FROM ${schema}.customer_end_weeks ORDER BY 1, 2, 3`),
+    db.query(`
+      SELECT app_id, to_char(expiration_date AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS end_day,
+             to_char((first_seen_at AT TIME ZONE 'UTC')::date - (extract(isodow FROM first_seen_at AT TIME ZONE 'UTC')::int - 1), 'YYYY-MM-DD') AS first_week,
+             count(*)::int AS n
+      FROM ${schema}.customers WHERE expiration_date IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`),
+  ]);
+  if (JSON.stringify(kept) !== JSON.stringify(ofRows)) {
+    throw new Error(`customer_end_weeks drifted from the customer rows:\nkept ${JSON.stringify(kept)}\nrows ${JSON.stringify(ofRows)}`);
+  }
+  return kept as unknown[];
 }
 
 /** The reference: the same events projected from scratch in one batch into a fresh database. */

@@ -7,8 +7,8 @@ import type { Page } from '../../common/paging.js';
 import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { ListCustomersQuery } from './list-customers.query.js';
-import { hasFilters, placedByStatusDays } from './customer-filters.js';
-import { customerPageSql, customerPageStartSql, customersByNameSql, customerTotalSql, filteredCustomersSql, filteredPageSql, filteredPageStartSql, type CustomerRow, type FilteredPageStartRow, type PageStartRow } from './list-customers.sql.js';
+import { hasFilters, placedByEndWeeks, placedByStatusDays, type CustomerFilters } from './customer-filters.js';
+import { customerPageSql, customerPageStartSql, customersByNameSql, customerTotalSql, endWeeksPageSql, endWeeksPageStartSql, filteredCustomersSql, filteredPageSql, filteredPageStartSql, type CustomerRow, type FilteredPageStartRow, type PageStartRow } from './list-customers.sql.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
@@ -26,12 +26,13 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
       const rows = await preparedQuery<CustomerRow>(db, name, sql, params);
       return { rows: toSummaries(rows, now), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
     }
-    if (hasFilters(query.filters) && placedByStatusDays(query.filters)) {
-      const start = filteredPageStartSql(query, now);
+    const placed = placement(query.filters);
+    if (placed) {
+      const start = placed.start(query, now);
       const [found] = await preparedQuery<FilteredPageStartRow>(db, start.name, start.sql, start.params);
       const paging = { skip: query.skip, limit: query.limit, total: Number(found.total ?? 0) };
       if (found.days === null || query.limit === 0) return { rows: [], paging };
-      const page = filteredPageSql(query, now, found.days, query.skip - Number(found.before));
+      const page = placed.page(query, now, found.days, query.skip - Number(found.before));
       return { rows: toSummaries(await preparedQuery<CustomerRow>(db, page.name, page.sql, page.params), now), paging };
     }
     if (hasFilters(query.filters)) {
@@ -48,6 +49,17 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
     const { sql, params } = customerPageSql(query, dayStart(start.day), query.skip - Number(start.before));
     return { rows: toSummaries(await preparedQuery<CustomerRow>(db, 'customers-page', sql, params), now), paging };
   }
+}
+
+const BY_STATUS_DAYS = { start: filteredPageStartSql, page: filteredPageSql };
+const BY_END_WEEKS = { start: endWeeksPageStartSql, page: endWeeksPageSql };
+
+/** Where a filtered page's start is counted (docs/api.md, "How the pages stay fast"); undefined: the page is walked. */
+function placement(f: CustomerFilters) {
+  if (!hasFilters(f)) return undefined;
+  if (placedByStatusDays(f)) return BY_STATUS_DAYS;
+  if (placedByEndWeeks(f)) return BY_END_WEEKS;
+  return undefined;
 }
 
 export function toSummaries(rows: CustomerRow[], now: Date): CustomerSummary[] {

@@ -225,3 +225,98 @@ export function filteredCustomersSql(q: ListCustomersQuery, now: Date): { name: 
     params: [q.appId, ...f.params, q.skip, q.limit],
   };
 }
+
+/** A Monday, midnight UTC: date_bin's origin for UTC weeks and days. */
+const MONDAY = `TIMESTAMPTZ '2000-01-03 00:00:00+00'`;
+
+/**
+ * filteredPageStartSql for expiry bounds alone, from customer_end_weeks: the first-seen weeks' counts
+ * of customers whose access end falls strictly between the bounds' days, plus the customers whose
+ * access ends on a bound's day counted on their rows (customers_access_end_idx), give the exact
+ * total and the week the page starts in; that week's customers are counted per day on their rows
+ * (customers_page_idx, at most a week of customers) to find the day. All in one snapshot. The days
+ * listed are the start week's from the start day and every day of the later weeks the page reaches.
+ */
+export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
+  const f = q.filters;
+  const params: unknown[] = [q.appId, q.skip, q.limit];
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const cell: string[] = [];
+  const edge: string[] = [];
+  if (f.expiresAfter) {
+    const after = param(f.expiresAfter);
+    cell.push(`e.end_day > ${dayOfParam(after)}`);
+    edge.push(dayOfParam(after));
+  }
+  if (f.expiresBefore) {
+    const before = param(f.expiresBefore);
+    cell.push(`e.end_day < ${dayOfParam(before)}`);
+    edge.push(dayOfParam(before));
+  }
+  const exact = filterConditions(f, now, params.length + 1);
+  params.push(...exact.params);
+  return {
+    name: `customers-end-weeks-start:${exact.key}`,
+    sql: `
+      WITH weeks AS (
+        SELECT week, sum(n)::int AS n FROM (
+          SELECT e.first_week, e.n::int FROM read_model.customer_end_weeks e
+          WHERE e.app_id = $1${cell.map((x) => ` AND ${x}`).join('')}
+          UNION ALL
+          -- each bound's day on its own range of customers_access_end_idx (which carries first_seen_at), a day once;
+          -- date_bin from a Monday is date_trunc('week') in UTC without a time zone conversion per row
+          SELECT (r.week AT TIME ZONE 'UTC')::date, r.n FROM (SELECT DISTINCT day FROM unnest(ARRAY[${edge.join(', ')}]) AS b (day)) b CROSS JOIN LATERAL (
+            SELECT date_bin('7 days', first_seen_at, ${MONDAY}) AS week, count(*)::int AS n FROM read_model.customers
+            WHERE app_id = $1${exact.sql}
+              AND expiration_date >= (b.day::timestamp AT TIME ZONE 'UTC') AND expiration_date < ((b.day + 1)::timestamp AT TIME ZONE 'UTC')
+            GROUP BY 1) r
+        ) x (week, n) GROUP BY week
+      ), run AS (SELECT week, n, sum(n) OVER (ORDER BY week) AS cum FROM weeks WHERE n <> 0),
+      start AS (SELECT week, n, cum FROM run WHERE cum > $2 ORDER BY week LIMIT 1),
+      days AS (
+        SELECT d.day, d.n, s.cum - s.n + sum(d.n) OVER (ORDER BY d.day) AS cum
+        FROM start s CROSS JOIN LATERAL (
+          SELECT (t.day AT TIME ZONE 'UTC')::date AS day, t.n FROM (
+            SELECT date_bin('1 day', first_seen_at, ${MONDAY}) AS day, count(*)::int AS n FROM read_model.customers
+            WHERE app_id = $1${exact.sql}
+              AND first_seen_at >= (s.week::timestamp AT TIME ZONE 'UTC') AND first_seen_at < ((s.week + 7)::timestamp AT TIME ZONE 'UTC')
+            GROUP BY 1) t) d
+      ), p AS (SELECT day, n, cum FROM days WHERE cum > $2 ORDER BY day LIMIT 1)
+      SELECT (SELECT sum(n) FROM run)::text AS total, p.day::text AS day, (p.cum - p.n)::text AS before,
+             (SELECT array_agg(x.day ORDER BY x.day) FROM (
+                SELECT day::text FROM days WHERE day >= p.day AND cum - n < $2 + $3
+                UNION ALL
+                SELECT (r.week + i)::text FROM run r CROSS JOIN generate_series(0, 6) i
+                WHERE r.week > (SELECT week FROM start) AND r.cum - r.n < $2 + $3
+             ) x (day)) AS days
+      FROM (SELECT 1) one LEFT JOIN p ON true`,
+    params,
+  };
+}
+
+/**
+ * filteredPageSql for expiry bounds alone: the page's keys are found on customers_page_idx alone
+ * (it carries expiration_date), walking each listed day without reading the table, and only the
+ * page's rows are then read, by key.
+ */
+export function endWeeksPageSql(q: ListCustomersQuery, now: Date, days: string[], offset: number): { name: string; sql: string; params: unknown[] } {
+  const f = filterConditions(q.filters, now, 2);
+  const at = 2 + f.params.length;
+  return {
+    name: `customers-end-weeks-page:${f.key}`,
+    // the keys' columns are named o1, o2: the customer columns stay unambiguous
+    sql: `SELECT ${CUSTOMER_COLUMNS} FROM (
+            SELECT x.o1, x.o2 FROM unnest($${at}::date[]) AS d(day) CROSS JOIN LATERAL (
+              SELECT first_seen_at AS o1, application_username AS o2 FROM read_model.customers
+              WHERE app_id = $1${f.sql}
+                AND first_seen_at >= (d.day::timestamp AT TIME ZONE 'UTC') AND first_seen_at < ((d.day + 1)::timestamp AT TIME ZONE 'UTC')
+              ORDER BY first_seen_at, application_username LIMIT $${at + 1}::bigint + $${at + 2}::bigint) x
+            ORDER BY x.o1, x.o2 OFFSET $${at + 1} LIMIT $${at + 2}) k
+          JOIN read_model.customers c ON c.app_id = $1 AND c.application_username = k.o2
+          ORDER BY k.o1, k.o2`,
+    params: [q.appId, ...f.params, days, offset, q.limit],
+  };
+}
