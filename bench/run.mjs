@@ -252,6 +252,10 @@ async function filterScenarios(ds) {
   const monthAgo = new Date(Date.now() - 30 * 86_400_000).toISOString();
   // every customer's access ends within the dataset's last months: a bound a month ahead holds all of them
   const inMonth = new Date(Date.now() + 30 * 86_400_000).toISOString();
+  const in20Days = new Date(Date.now() + 20 * 86_400_000).toISOString();
+  const twoMonthsAgo = new Date(Date.now() - 60 * 86_400_000).toISOString();
+  const nowIso = new Date().toISOString();
+  const inWeek = new Date(Date.now() + 7 * 86_400_000).toISOString();
   const [{ tx }] = await ds.query(`SELECT transaction_id AS tx FROM read_model.transactions WHERE app_id = 'big-app' ORDER BY transaction_id OFFSET 12345 LIMIT 1`);
   const customerCases = [
     ['status=active (selective)', `status=active`, `expiration_date > $1 AND (grace_from IS NULL OR grace_from > $1)`],
@@ -263,6 +267,10 @@ async function filterScenarios(ds) {
     ['productId=apple:pro_monthly (broad)', `productId=apple:pro_monthly`, `current_product_id = 'apple:pro_monthly' AND $1::timestamptz IS NOT NULL`],
     ['expiresAfter=30 days ago (selective)', `expiresAfter=${monthAgo}`, `expiration_date >= '${monthAgo}' AND $1::timestamptz IS NOT NULL`],
     ['expiresBefore=in 30 days (broad)', `expiresBefore=${inMonth}`, `expiration_date < '${inMonth}' AND $1::timestamptz IS NOT NULL`],
+    ['expiresAfter=in 20 days (selective)', `expiresAfter=${in20Days}`, `expiration_date >= '${in20Days}' AND $1::timestamptz IS NOT NULL`],
+    ['expiresBefore=60 days ago (selective)', `expiresBefore=${twoMonthsAgo}`, `expiration_date < '${twoMonthsAgo}' AND $1::timestamptz IS NOT NULL`],
+    ['expiresAfter=now&expiresBefore=in 7 days', `expiresAfter=${nowIso}&expiresBefore=${inWeek}`, `expiration_date >= '${nowIso}' AND expiration_date < '${inWeek}' AND $1::timestamptz IS NOT NULL`],
+    ['status=active&renewalIntent=Lapse&expiresBefore=in 7 days', `status=active&renewalIntent=Lapse&expiresBefore=${inWeek}`, `expiration_date > $1 AND (grace_from IS NULL OR grace_from > $1) AND renewal_intent = 'Lapse' AND expiration_date < '${inWeek}'`],
     ['status=expired&productId=apple:pro_monthly&renewalIntent=Renew', `status=expired&productId=apple:pro_monthly&renewalIntent=Renew`, `expiration_date <= $1 AND NOT billing_retry AND current_product_id = 'apple:pro_monthly' AND renewal_intent = 'Renew'`],
   ];
   const txCases = [
