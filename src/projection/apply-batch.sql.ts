@@ -186,9 +186,10 @@ export const sql = (schema: string) => ({
   filterCounts: countStatements(schema, 'transaction_filter_day_counts', { app_id: 'text', product_id: 'text', platform: 'text', sandbox: 'boolean', day: 'date' }),
 
   /** CustomerCellDelta[] as JSON. */
-  customerCells: countStatements(schema, 'customer_filter_counts', {
+  customerCells: countStatements(schema, 'customer_end_weeks', {
     app_id: 'text',
     end_day: 'date',
+    first_week: 'date',
     product_id: 'text',
     renewal_intent: 'text',
     grace_day: 'date',
@@ -200,9 +201,6 @@ export const sql = (schema: string) => ({
 
   /** StatusDayDelta[] as JSON. */
   statusDays: countStatements(schema, 'customer_status_days', { app_id: 'text', status: 'text', first_day: 'date', product_id: 'text', renewal_intent: 'text' }),
-
-  /** EndWeekDelta[] as JSON. */
-  endWeeks: countStatements(schema, 'customer_end_weeks', { app_id: 'text', end_day: 'date', first_week: 'date' }),
 
   insertDeadLetters: `
     INSERT INTO public.dead_letters (topic, partition, "offset", key, value, code, reason)

@@ -7,7 +7,6 @@ import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary }
 import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
 import { customerCellDeltas } from './customer-cells.js';
-import { endWeekDeltas } from './customer-end-weeks.js';
 import { epochMicros, statusDayDeltas, type CustomerChange } from './customer-status-days.js';
 import { dayCountDeltas, filterCellOf, filterCountDeltas, sumDayDeltas, utcDay, type DayDelta, type FilterCell, type FilterCountDelta } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, snapshotWins, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
@@ -475,7 +474,6 @@ async function writeCounts(m: EntityManager, schema: string, { cells, customerDa
   await writeDeltas(m, q.filterCounts, cells);
   await writeDeltas(m, q.customerCells, customerCellDeltas(customerCells));
   if (customerCells.length === 0) return;
-  await writeDeltas(m, q.endWeeks, endWeekDeltas(customerCells));
   await writeDeltas(m, q.statusDays, statusDayDeltas(customerCells, await statusWatermarks(m, schema, [...new Set(customerCells.map((c) => c.app_id))])));
 }
 

@@ -3,7 +3,6 @@ import { summarizeCustomer, type CustomerFacts, type LifecycleTransaction } from
 import type { TransactionRow } from './project-events.js';
 import { customerSummarySql } from './customer-summary.sql.js';
 import { recountCustomerCellsSql } from './customer-cells.js';
-import { recountEndWeeksSql } from './customer-end-weeks.js';
 import { recountStatusDaysSql } from './customer-status-days.js';
 
 export type CustomerKey = { app_id: string; name: string };
@@ -121,14 +120,12 @@ export async function refreshAllSummaries(m: Pick<EntityManager, 'query'>, schem
   for (;;) {
     const keys = (await m.query(q.keysAfter, [after.app_id, after.application_username, chunk])) as { app_id: string; application_username: string }[];
     if (keys.length === 0) {
-      // A schema from before migrations CustomerFilterCounts1765800000000, CustomerStatusDays1765900000000 and CustomerEndWeeks1766000000000 keeps no cells: those migrations count them.
-      const [{ cells, days, weeks }] = (await m.query(
-        `SELECT to_regclass('${schema}.customer_filter_counts') IS NOT NULL AS cells, to_regclass('${schema}.customer_status_days') IS NOT NULL AS days,
-                to_regclass('${schema}.customer_end_weeks') IS NOT NULL AS weeks`,
-      )) as { cells: boolean; days: boolean; weeks: boolean }[];
+      // A schema from before migrations CustomerStatusDays1765900000000 and CustomerEndWeeks1766000000000 keeps no cells: those migrations count them.
+      const [{ cells, days }] = (await m.query(
+        `SELECT to_regclass('${schema}.customer_end_weeks') IS NOT NULL AS cells, to_regclass('${schema}.customer_status_days') IS NOT NULL AS days`,
+      )) as { cells: boolean; days: boolean }[];
       if (cells) for (const statement of recountCustomerCellsSql(schema)) await m.query(statement);
       if (days) for (const statement of recountStatusDaysSql(schema)) await m.query(statement);
-      if (weeks) for (const statement of recountEndWeeksSql(schema)) await m.query(statement);
       return done;
     }
     await refreshSummaries(m, schema, keys.map((k) => ({ app_id: k.app_id, name: k.application_username })));

@@ -17,8 +17,14 @@ describe('entities match the migrated schema (integration, real PostgreSQL)', ()
     expect(diff.upQueries.map((q) => q.query)).toEqual([]);
   });
 
-  it('the index TypeORM leaves alone is as the migration made it: the filtered page walks it alone', async () => {
-    const [{ def }] = await db.dataSource.query(`SELECT indexdef AS def FROM pg_indexes WHERE schemaname = 'read_model' AND indexname = 'transactions_page_idx'`);
-    expect(def).toBe('CREATE INDEX transactions_page_idx ON read_model.transactions USING btree (app_id, occurred_at, transaction_id) INCLUDE (platform, sandbox)');
+  it('the indexes TypeORM leaves alone are as the migrations made them: the filtered pages count on them alone', async () => {
+    const defs = await db.dataSource.query(
+      `SELECT indexdef AS def FROM pg_indexes WHERE schemaname = 'read_model' AND indexname IN ('transactions_page_idx', 'customers_page_idx', 'customers_access_end_idx') ORDER BY indexname`,
+    );
+    expect(defs.map((d: { def: string }) => d.def)).toEqual([
+      'CREATE INDEX customers_access_end_idx ON read_model.customers USING btree (app_id, expiration_date) INCLUDE (first_seen_at)',
+      'CREATE INDEX customers_page_idx ON read_model.customers USING btree (app_id, first_seen_at, application_username) INCLUDE (expiration_date)',
+      'CREATE INDEX transactions_page_idx ON read_model.transactions USING btree (app_id, occurred_at, transaction_id) INCLUDE (platform, sandbox)',
+    ]);
   });
 });

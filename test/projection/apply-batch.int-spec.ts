@@ -144,7 +144,9 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
 
   it('given customers, when one renews and turns auto-renew off, a receipt moves to a new customer and one is erased, then their filter cells follow', async () => {
     const cells = async () =>
-      a.dataSource.query(`SELECT end_day::text, product_id, renewal_intent, n::int FROM read_model.customer_filter_counts WHERE grace_day = 'infinity' AND NOT billing_retry ORDER BY 1, 2, 3`);
+      a.dataSource.query(
+        `SELECT end_day::text, product_id, renewal_intent, sum(n)::int AS n FROM read_model.customer_end_weeks WHERE grace_day = 'infinity' AND NOT billing_retry GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+      );
     const buy = (id: string, receipt: string, user: string, productId: string, time: string, expirationDate: string, renewalIntent: string, purchaseId?: string) =>
       txEvent({ time, data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, applicationUsername: user, productId, purchaseDate: time, expirationDate, renewalIntent, ...(purchaseId ? { purchaseId } : {}) } });
     let offset = 0;

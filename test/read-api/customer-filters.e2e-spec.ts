@@ -197,6 +197,26 @@ describe('GET /v2/customers filters (e2e, real PostgreSQL, clock set by the test
     expect(await ask('expiresAfter=2026-10-01&skip=9&limit=0')).toEqual({ names: [], paging: { skip: 9, limit: 0, total: 6 } });
   });
 
+  it('an expiry bound with a status, intent or product: pages from the middle, with access ends and grace starts on the day of the instant asked', async () => {
+    // at 10-15 12:00: ann active (ends 11-01), ben in grace (10-10 to 10-26), cat billing_retry (ended 10-10), dan expired
+    // (10-01, Lapse), eve expired (10-05, Lapse), hal expired at 12:00 (its access end is the instant's day)
+    expect(await ask('status=active,grace_period&expiresBefore=2026-11-01T00:00:00.001Z&skip=1')).toEqual({ names: ['ben'], paging: { skip: 1, limit: 100, total: 2 } });
+    expect(await ask('status=expired&expiresAfter=2026-10-05T00:00:00.000Z&skip=1')).toEqual({ names: ['hal'], paging: { skip: 1, limit: 100, total: 2 } });
+    expect(await ask('status=grace_period&expiresAfter=2026-10-01')).toEqual({ names: ['ben'], paging: { skip: 0, limit: 100, total: 1 } });
+    expect(await ask('renewalIntent=Lapse&expiresAfter=2026-10-02')).toEqual({ names: ['eve'], paging: { skip: 0, limit: 100, total: 1 } });
+    expect(await ask('productId=apple:pro_monthly&expiresBefore=2026-10-27&skip=1')).toEqual({ names: ['hal'], paging: { skip: 1, limit: 100, total: 2 } });
+    expect(await ask('status=billing_retry,expired&expiresBefore=2026-10-10T00:00:00.001Z&skip=2&limit=1')).toEqual({ names: ['eve'], paging: { skip: 2, limit: 1, total: 3 } });
+    expect(await ask('status=none&expiresAfter=2000-01-01')).toEqual({ names: [], paging: { skip: 0, limit: 100, total: 0 } });
+    // at 10-10 12:00 ben's grace started and cat's access ended that day; hal is active until 10-15
+    clock.at = new Date('2026-10-10T12:00:00.000Z');
+    expect(await ask('status=grace_period&expiresAfter=2026-10-01')).toEqual({ names: ['ben'], paging: { skip: 0, limit: 100, total: 1 } });
+    expect(await ask('status=active&expiresAfter=2026-10-01&skip=1')).toEqual({ names: ['hal'], paging: { skip: 1, limit: 100, total: 2 } });
+    expect(await ask('status=billing_retry,grace_period&expiresBefore=2026-10-26T00:00:00.001Z&skip=1')).toEqual({ names: ['cat'], paging: { skip: 1, limit: 100, total: 2 } });
+    // a millisecond before ben's grace starts, he is active
+    clock.at = new Date('2026-10-09T23:59:59.999Z');
+    expect(await ask('status=active&expiresAfter=2026-10-01')).toEqual({ names: ['ann', 'ben', 'cat', 'hal'], paging: { skip: 0, limit: 100, total: 4 } });
+  });
+
   it('a consuming instance moves the status watermarks to its clock when it starts', async () => {
     const at = new Date('2026-10-20T00:00:00.000Z');
     const other = await startTestApp({ databaseUrl: db.url, clock: { now: () => at }, env: { CONSUMER_ENABLED: 'true' } });

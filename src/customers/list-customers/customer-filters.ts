@@ -73,12 +73,8 @@ const STATUS_LETTER: Record<CustomerStatus, string> = { active: 'a', grace_perio
 
 export const hasFilters = (f: CustomerFilters) => Object.keys(f).length > 0;
 
-/** Filters whose pages customer_status_days places: all but the expiry bounds (arbitrary instants, counted per access-end day only). */
+/** Filters whose pages customer_status_days places: all but the expiry bounds (arbitrary instants: customer_end_weeks places those). */
 export const placedByStatusDays = (f: CustomerFilters) => f.expiresBefore === undefined && f.expiresAfter === undefined;
-
-/** Filters whose pages customer_end_weeks places: expiry bounds alone (the cells hold no status, product or intent). */
-export const placedByEndWeeks = (f: CustomerFilters) =>
-  (f.expiresBefore !== undefined || f.expiresAfter !== undefined) && f.statuses === undefined && f.renewalIntent === undefined && f.productId === undefined;
 
 /**
  * The status rules of customerStatus (customer-status.ts) as SQL over the stored summary columns,

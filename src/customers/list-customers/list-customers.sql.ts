@@ -48,13 +48,11 @@ export function customersByNameSql(q: ListCustomersQuery, now: Date): { name: st
   };
 }
 
-/** The UTC day of a timestamptz parameter, and a row's timestamptz column falling on that day (an index range). */
+/** The UTC day of a timestamptz parameter. */
 const dayOfParam = (p: string) => `((${p}::timestamptz AT TIME ZONE 'UTC')::date)`;
-const onDayOf = (column: string, p: string) =>
-  `(${column} >= (${dayOfParam(p)}::timestamp AT TIME ZONE 'UTC') AND ${column} < ((${dayOfParam(p)} + 1)::timestamp AT TIME ZONE 'UTC'))`;
 
 /**
- * statusPredicate on a cell of customer_filter_counts, for a cell whose access end and grace start
+ * statusPredicate on a cell of customer_end_weeks, for a cell whose access end and grace start
  * are on other days than the instant's (`day`): then each status is decided by the days alone.
  */
 function cellStatus(status: CustomerStatus, day: string): string {
@@ -70,59 +68,6 @@ function cellStatus(status: CustomerStatus, day: string): string {
     case 'expired':
       return `(c.end_day < ${day} AND c.end_day > '-infinity' AND NOT c.billing_retry)`;
   }
-}
-
-/**
- * The exact total of a filtered listing at `now`, from the counts the projection keeps
- * (customer_filter_counts): the cells whose access end (and grace start) fall on other days than
- * the instant's and the expiry bounds' are decided by their days and summed; the customers whose
- * access end or grace start falls on one of those days are counted on their rows
- * (customers_access_end_idx, customers_grace_idx), with the filters as the page applies them.
- * Both read one snapshot, so the sum is exact at the instant asked.
- */
-export function customerTotalSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
-  const f: CustomerFilters = q.filters;
-  const params: unknown[] = [q.appId];
-  const param = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
-  };
-  const cell: string[] = [];
-  const uncertainCells: string[] = [];
-  const uncertainRows: string[] = [];
-  if (f.statuses) {
-    const timed = f.statuses.some((s) => s !== 'none');
-    const at = timed ? param(now) : '';
-    cell.push(`(${f.statuses.map((s) => cellStatus(s, dayOfParam(at))).join(' OR ')})`);
-    if (timed) {
-      uncertainCells.push(`c.end_day = ${dayOfParam(at)}`, `c.grace_day = ${dayOfParam(at)}`);
-      uncertainRows.push(onDayOf('expiration_date', at), onDayOf('grace_from', at));
-    }
-  }
-  if (f.renewalIntent) cell.push(`c.renewal_intent = ${param(f.renewalIntent)}`);
-  if (f.productId) cell.push(`c.product_id = ${param(f.productId)}`);
-  if (f.expiresAfter) {
-    const after = param(f.expiresAfter);
-    cell.push(`c.end_day > ${dayOfParam(after)}`);
-    uncertainCells.push(`c.end_day = ${dayOfParam(after)}`);
-    uncertainRows.push(onDayOf('expiration_date', after));
-  }
-  if (f.expiresBefore) {
-    const before = param(f.expiresBefore);
-    cell.push(`c.end_day < ${dayOfParam(before)} AND c.end_day > '-infinity'`);
-    uncertainCells.push(`c.end_day = ${dayOfParam(before)}`);
-    uncertainRows.push(onDayOf('expiration_date', before));
-  }
-  if (uncertainCells.length > 0) cell.push(`NOT (${uncertainCells.join(' OR ')})`);
-  const cells = `(SELECT coalesce(sum(c.n), 0) FROM read_model.customer_filter_counts c WHERE c.app_id = $1${cell.map((x) => ` AND ${x}`).join('')})`;
-  // the rows on those days, filtered as the page filters them (parameters numbered on: every one must be used)
-  const exact = filterConditions(f, now, params.length + 1);
-  let rows = '0';
-  if (uncertainRows.length > 0) {
-    params.push(...exact.params);
-    rows = `(SELECT count(*) FROM read_model.customers WHERE app_id = $1 AND (${uncertainRows.join(' OR ')})${exact.sql})`;
-  }
-  return { name: `customers-total:${exact.key}`, sql: `SELECT (${cells} + ${rows})::text AS total`, params };
 }
 
 /**
@@ -210,32 +155,19 @@ export function filteredPageSql(q: ListCustomersQuery, now: Date, days: string[]
   };
 }
 
-/**
- * A filtered page with an expiry bound: walks customers_page_idx in the listing's order keeping the rows the filters
- * qualify (or, for a product, customers_product_idx), skipping `skip` of them.
- */
-export function filteredCustomersSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
-  const f = filterConditions(q.filters, now, 2);
-  const at = 2 + f.params.length;
-  return {
-    name: `customers-filtered:${f.key}`,
-    sql: `SELECT ${CUSTOMER_COLUMNS} FROM read_model.customers
-          WHERE app_id = $1${f.sql}
-          ORDER BY first_seen_at, application_username OFFSET $${at} LIMIT $${at + 1}`,
-    params: [q.appId, ...f.params, q.skip, q.limit],
-  };
-}
-
 /** A Monday, midnight UTC: date_bin's origin for UTC weeks and days. */
 const MONDAY = `TIMESTAMPTZ '2000-01-03 00:00:00+00'`;
 
 /**
- * filteredPageStartSql for expiry bounds alone, from customer_end_weeks: the first-seen weeks' counts
- * of customers whose access end falls strictly between the bounds' days, plus the customers whose
- * access ends on a bound's day counted on their rows (customers_access_end_idx), give the exact
- * total and the week the page starts in; that week's customers are counted per day on their rows
- * (customers_page_idx, at most a week of customers) to find the day. All in one snapshot. The days
- * listed are the start week's from the start day and every day of the later weeks the page reaches.
+ * filteredPageStartSql for every filter set with an expiry bound, from customer_end_weeks: per
+ * first-seen week, the cells decided by their days (their access end and grace start on other days
+ * than the instant's and the bounds') plus the customers whose access ends on one of those days or
+ * whose grace starts on the instant's, counted on their rows with the filters as the page applies
+ * them (customers_access_end_idx, which carries first_seen_at, and customers_grace_idx). That gives
+ * the exact total and the week the page starts in; that week's matches are counted per day on their
+ * rows (customers_page_idx, which carries expiration_date: no table read for the bounds alone) to
+ * find the day. All in one snapshot. The days listed are the start week's from the start day and
+ * every day of the later weeks the page reaches.
  */
 export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
   const f = q.filters;
@@ -245,34 +177,59 @@ export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: 
     return `$${params.length}`;
   };
   const cell: string[] = [];
-  const edge: string[] = [];
+  const endDays: string[] = [];
+  let graceDay: string | undefined;
+  if (f.statuses) {
+    const timed = f.statuses.some((s) => s !== 'none');
+    const at = timed ? param(now) : '';
+    cell.push(`(${f.statuses.map((s) => cellStatus(s, dayOfParam(at))).join(' OR ')})`);
+    if (timed) {
+      endDays.push(dayOfParam(at));
+      graceDay = dayOfParam(at);
+    }
+  }
+  if (f.renewalIntent) cell.push(`c.renewal_intent = ${param(f.renewalIntent)}`);
+  if (f.productId) cell.push(`c.product_id = ${param(f.productId)}`);
   if (f.expiresAfter) {
     const after = param(f.expiresAfter);
-    cell.push(`e.end_day > ${dayOfParam(after)}`);
-    edge.push(dayOfParam(after));
+    cell.push(`c.end_day > ${dayOfParam(after)}`);
+    endDays.push(dayOfParam(after));
   }
   if (f.expiresBefore) {
     const before = param(f.expiresBefore);
-    cell.push(`e.end_day < ${dayOfParam(before)}`);
-    edge.push(dayOfParam(before));
+    cell.push(`c.end_day < ${dayOfParam(before)} AND c.end_day > '-infinity'`);
+    endDays.push(dayOfParam(before));
   }
+  const uncertain = `ARRAY[${endDays.join(', ')}]::date[]`;
+  cell.push(`c.end_day <> ALL(${uncertain})`);
+  if (graceDay) cell.push(`c.grace_day <> ${graceDay}`);
   const exact = filterConditions(f, now, params.length + 1);
   params.push(...exact.params);
+  // the customers of the uncertain cells, counted once: by access-end day, then those whose grace starts on the instant's day
+  const graceRows = !graceDay
+    ? ''
+    : `UNION ALL
+          SELECT (r.week AT TIME ZONE 'UTC')::date, r.n FROM (
+            SELECT date_bin('7 days', first_seen_at, ${MONDAY}) AS week, count(*)::int AS n FROM read_model.customers
+            WHERE app_id = $1${exact.sql} AND grace_from >= (${graceDay}::timestamp AT TIME ZONE 'UTC') AND grace_from < ((${graceDay} + 1)::timestamp AT TIME ZONE 'UTC')
+              AND NOT coalesce((expiration_date AT TIME ZONE 'UTC')::date = ANY(${uncertain}), false)
+            GROUP BY 1) r`;
   return {
     name: `customers-end-weeks-start:${exact.key}`,
     sql: `
       WITH weeks AS (
         SELECT week, sum(n)::int AS n FROM (
-          SELECT e.first_week, e.n::int FROM read_model.customer_end_weeks e
-          WHERE e.app_id = $1${cell.map((x) => ` AND ${x}`).join('')}
+          SELECT c.first_week, c.n::int FROM read_model.customer_end_weeks c
+          WHERE c.app_id = $1${cell.map((x) => ` AND ${x}`).join('')}
           UNION ALL
-          -- each bound's day on its own range of customers_access_end_idx (which carries first_seen_at), a day once;
-          -- date_bin from a Monday is date_trunc('week') in UTC without a time zone conversion per row
-          SELECT (r.week AT TIME ZONE 'UTC')::date, r.n FROM (SELECT DISTINCT day FROM unnest(ARRAY[${edge.join(', ')}]) AS b (day)) b CROSS JOIN LATERAL (
+          -- each uncertain access-end day on its own index range, a day once; date_bin from a Monday
+          -- is date_trunc('week') in UTC without a time zone conversion per row
+          SELECT (r.week AT TIME ZONE 'UTC')::date, r.n FROM (SELECT DISTINCT day FROM unnest(${uncertain}) AS b (day)) b CROSS JOIN LATERAL (
             SELECT date_bin('7 days', first_seen_at, ${MONDAY}) AS week, count(*)::int AS n FROM read_model.customers
             WHERE app_id = $1${exact.sql}
               AND expiration_date >= (b.day::timestamp AT TIME ZONE 'UTC') AND expiration_date < ((b.day + 1)::timestamp AT TIME ZONE 'UTC')
             GROUP BY 1) r
+          ${graceRows}
         ) x (week, n) GROUP BY week
       ), run AS (SELECT week, n, sum(n) OVER (ORDER BY week) AS cum FROM weeks WHERE n <> 0),
       start AS (SELECT week, n, cum FROM run WHERE cum > $2 ORDER BY week LIMIT 1),
@@ -298,11 +255,13 @@ export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: 
 }
 
 /**
- * filteredPageSql for expiry bounds alone: the page's keys are found on customers_page_idx alone
+ * filteredPageSql for the pages endWeeksPageStartSql places; with expiry bounds alone the page's keys are found on customers_page_idx alone
  * (it carries expiration_date), walking each listed day without reading the table, and only the
  * page's rows are then read, by key.
  */
 export function endWeeksPageSql(q: ListCustomersQuery, now: Date, days: string[], offset: number): { name: string; sql: string; params: unknown[] } {
+  // the other filters read columns the index does not carry
+  if (q.filters.statuses || q.filters.renewalIntent || q.filters.productId) return filteredPageSql(q, now, days, offset);
   const f = filterConditions(q.filters, now, 2);
   const at = 2 + f.params.length;
   return {

@@ -1,11 +1,12 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Kept counts for the expiry bounds' pages (issue 24, docs/api.md "How the pages stay fast"):
- * customers per application, access-end UTC day and first-seen UTC week (from Monday). Keyed by the
- * access end first: a bound reads one range of it. The customers on a bound's day and in a page's
- * start week are counted on indexes alone: customers_access_end_idx carries first_seen_at and
- * customers_page_idx expiration_date. Frozen SQL.
+ * Kept counts that place the pages of every filter with an expiry bound (issue 24, docs/api.md "How
+ * the pages stay fast"): customer_filter_counts' cells (customers per application, access-end UTC
+ * day, grace-start UTC day, billing retry, product, intent) split by first-seen UTC week (from
+ * Monday), which replace them. Keyed by the access end first: a bound reads one range of it. The
+ * customers on a bound's day and in a page's start week are counted on indexes alone:
+ * customers_access_end_idx carries first_seen_at and customers_page_idx expiration_date. Frozen SQL.
  */
 export class CustomerEndWeeks1766000000000 implements MigrationInterface {
   name = 'CustomerEndWeeks1766000000000';
@@ -21,16 +22,22 @@ export class CustomerEndWeeks1766000000000 implements MigrationInterface {
     await q.query(`DROP SCHEMA IF EXISTS read_model_verify CASCADE`);
     await q.query(`
       CREATE TABLE read_model.customer_end_weeks (
-        app_id     text   NOT NULL,
-        end_day    date   NOT NULL,
-        first_week date   NOT NULL,
-        n          bigint NOT NULL,
-        PRIMARY KEY (app_id, end_day, first_week)
+        app_id         text    NOT NULL,
+        end_day        date    NOT NULL,
+        first_week     date    NOT NULL,
+        product_id     text    NOT NULL,
+        renewal_intent text    NOT NULL,
+        grace_day      date    NOT NULL,
+        billing_retry  boolean NOT NULL,
+        n              bigint  NOT NULL,
+        PRIMARY KEY (app_id, end_day, first_week, product_id, renewal_intent, grace_day, billing_retry)
       )`);
     await q.query(`
-      INSERT INTO read_model.customer_end_weeks (app_id, first_week, end_day, n)
-      SELECT app_id, date_trunc('week', first_seen_at AT TIME ZONE 'UTC')::date, (expiration_date AT TIME ZONE 'UTC')::date, count(*)
-      FROM read_model.customers WHERE expiration_date IS NOT NULL GROUP BY 1, 2, 3`);
+      INSERT INTO read_model.customer_end_weeks (app_id, end_day, first_week, product_id, renewal_intent, grace_day, billing_retry, n)
+      SELECT app_id, coalesce((expiration_date AT TIME ZONE 'UTC')::date, '-infinity'), date_trunc('week', first_seen_at AT TIME ZONE 'UTC')::date,
+             coalesce(current_product_id, ''), coalesce(renewal_intent, ''), coalesce((grace_from AT TIME ZONE 'UTC')::date, 'infinity'), billing_retry, count(*)
+      FROM read_model.customers GROUP BY 1, 2, 3, 4, 5, 6, 7`);
+    await q.query(`DROP TABLE read_model.customer_filter_counts`);
     await q.query(`DROP INDEX read_model.customers_access_end_idx`);
     await q.query(`CREATE INDEX customers_access_end_idx ON read_model.customers (app_id, expiration_date) INCLUDE (first_seen_at)`);
     await q.query(`DROP INDEX read_model.customers_page_idx`);
@@ -42,6 +49,20 @@ export class CustomerEndWeeks1766000000000 implements MigrationInterface {
     await q.query(`CREATE INDEX customers_page_idx ON read_model.customers (app_id, first_seen_at, application_username)`);
     await q.query(`DROP INDEX read_model.customers_access_end_idx`);
     await q.query(`CREATE INDEX customers_access_end_idx ON read_model.customers (app_id, expiration_date)`);
+    await q.query(`
+      CREATE TABLE read_model.customer_filter_counts (
+        app_id         text    NOT NULL,
+        end_day        date    NOT NULL,
+        product_id     text    NOT NULL,
+        renewal_intent text    NOT NULL,
+        grace_day      date    NOT NULL,
+        billing_retry  boolean NOT NULL,
+        n              bigint  NOT NULL,
+        PRIMARY KEY (app_id, end_day, product_id, renewal_intent, grace_day, billing_retry)
+      )`);
+    await q.query(`
+      INSERT INTO read_model.customer_filter_counts (app_id, end_day, product_id, renewal_intent, grace_day, billing_retry, n)
+      SELECT app_id, end_day, product_id, renewal_intent, grace_day, billing_retry, sum(n) FROM read_model.customer_end_weeks GROUP BY 1, 2, 3, 4, 5, 6`);
     await q.query(`DROP TABLE read_model.customer_end_weeks`);
   }
 }

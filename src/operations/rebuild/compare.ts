@@ -19,8 +19,7 @@ const COMPARED: Record<string, string> = {
   transaction_day_counts: 'app_id, day, n',
   transaction_filter_day_counts: 'app_id, product_id, platform, sandbox, day, n',
   customer_day_counts: 'app_id, day, n',
-  customer_filter_counts: 'app_id, end_day, product_id, renewal_intent, grace_day, billing_retry, n',
-  customer_end_weeks: 'app_id, end_day, first_week, n',
+  customer_end_weeks: 'app_id, end_day, first_week, product_id, renewal_intent, grace_day, billing_retry, n',
 };
 
 /** Differences between the live read models and a rebuilt generation, table by table. */
