@@ -81,26 +81,33 @@ export const placedByStatusDays = (f: CustomerFilters) => f.expiresBefore === un
  * with the request's instant as a parameter: each is a range condition on expiration_date (the
  * access end) and, within access, on grace_from, so customers_access_end_idx narrows every one.
  */
-export function statusPredicate(status: CustomerStatus, now: string): string {
+export function statusPredicate(status: CustomerStatus, now: string, end = 'expiration_date'): string {
   switch (status) {
     case 'none':
-      return `expiration_date IS NULL`;
+      return `${end} IS NULL`;
     case 'active':
-      return `(expiration_date > ${now} AND (grace_from IS NULL OR grace_from > ${now}))`;
+      return `(${end} > ${now} AND (grace_from IS NULL OR grace_from > ${now}))`;
     case 'grace_period':
-      return `(expiration_date > ${now} AND grace_from <= ${now})`;
+      return `(${end} > ${now} AND grace_from <= ${now})`;
     case 'billing_retry':
-      return `(expiration_date <= ${now} AND billing_retry)`;
+      return `(${end} <= ${now} AND billing_retry)`;
     case 'expired':
-      return `(expiration_date <= ${now} AND NOT billing_retry)`;
+      return `(${end} <= ${now} AND NOT billing_retry)`;
   }
 }
+
+/**
+ * The access end as an expression no index range is taken on: for a read that must walk the listing's
+ * index (a first-seen range), where the planner, not knowing the parameters, could otherwise walk
+ * the access-end range and filter it by first-seen time (12 ms against 1 ms for a week at 1M customers).
+ */
+export const UNINDEXED_END = `(expiration_date + interval '0 s')`;
 
 /**
  * The WHERE conditions for the filters, numbering parameters from `next`; `key` names the shape
  * (which filters, which statuses) for the prepared statement's name.
  */
-export function filterConditions(f: CustomerFilters, now: Date, next: number): { sql: string; params: unknown[]; key: string } {
+export function filterConditions(f: CustomerFilters, now: Date, next: number, end = 'expiration_date'): { sql: string; params: unknown[]; key: string } {
   const params: unknown[] = [];
   const conditions: string[] = [];
   const param = (value: unknown) => {
@@ -111,7 +118,7 @@ export function filterConditions(f: CustomerFilters, now: Date, next: number): {
   if (f.statuses) {
     // `none` alone reads no instant: an unused parameter would have no type.
     const at = f.statuses.some((x) => x !== 'none') ? param(now) : '';
-    conditions.push(`(${f.statuses.map((s) => statusPredicate(s, `${at}::timestamptz`)).join(' OR ')})`);
+    conditions.push(`(${f.statuses.map((s) => statusPredicate(s, `${at}::timestamptz`, end)).join(' OR ')})`);
     // one letter per status: prepared statement names must stay under PostgreSQL's 63 bytes
     keys.push(`s${f.statuses.map((x) => STATUS_LETTER[x]).join('')}`);
   }
@@ -124,11 +131,11 @@ export function filterConditions(f: CustomerFilters, now: Date, next: number): {
     keys.push('p');
   }
   if (f.expiresAfter) {
-    conditions.push(`expiration_date >= ${param(f.expiresAfter)}::timestamptz`);
+    conditions.push(`${end} >= ${param(f.expiresAfter)}::timestamptz`);
     keys.push('ea');
   }
   if (f.expiresBefore) {
-    conditions.push(`expiration_date < ${param(f.expiresBefore)}::timestamptz`);
+    conditions.push(`${end} < ${param(f.expiresBefore)}::timestamptz`);
     keys.push('eb');
   }
   return { sql: conditions.map((c) => ` AND ${c}`).join(''), params, key: keys.join(',') };

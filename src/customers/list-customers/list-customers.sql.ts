@@ -1,6 +1,6 @@
 import type { StoredCustomerFacts } from '../customer-info.js';
 import type { ListCustomersQuery } from './list-customers.query.js';
-import { filterConditions, type CustomerFilters } from './customer-filters.js';
+import { filterConditions, UNINDEXED_END, type CustomerFilters } from './customer-filters.js';
 import { CUSTOMER_STATUSES, type CustomerStatus } from '../customer-status.js';
 import { statusAtSql, statusMovedSql, watermarkSql } from '../../projection/customer-status-days.js';
 
@@ -204,6 +204,8 @@ export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: 
   cell.push(`c.end_day <> ALL(${uncertain})`);
   if (graceDay) cell.push(`c.grace_day <> ${graceDay}`);
   const exact = filterConditions(f, now, params.length + 1);
+  // the same conditions on the same parameters, for the start week's walk of customers_page_idx
+  const inWeek = filterConditions(f, now, params.length + 1, UNINDEXED_END).sql;
   params.push(...exact.params);
   // the customers of the uncertain cells, counted once: by access-end day, then those whose grace starts on the instant's day
   const graceRows = !graceDay
@@ -238,7 +240,7 @@ export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: 
         FROM start s CROSS JOIN LATERAL (
           SELECT (t.day AT TIME ZONE 'UTC')::date AS day, t.n FROM (
             SELECT date_bin('1 day', first_seen_at, ${MONDAY}) AS day, count(*)::int AS n FROM read_model.customers
-            WHERE app_id = $1${exact.sql}
+            WHERE app_id = $1${inWeek}
               AND first_seen_at >= (s.week::timestamp AT TIME ZONE 'UTC') AND first_seen_at < ((s.week + 7)::timestamp AT TIME ZONE 'UTC')
             GROUP BY 1) t) d
       ), p AS (SELECT day, n, cum FROM days WHERE cum > $2 ORDER BY day LIMIT 1)
