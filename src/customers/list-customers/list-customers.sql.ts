@@ -155,8 +155,8 @@ export function filteredPageSql(q: ListCustomersQuery, now: Date, days: string[]
   };
 }
 
-/** A Monday, midnight UTC: date_bin's origin for UTC weeks and days. */
-const MONDAY = `TIMESTAMPTZ '2000-01-03 00:00:00+00'`;
+/** A Monday, midnight UTC (the first day of the Common Era): date_bin's origin for UTC weeks and days. */
+const MONDAY = `TIMESTAMPTZ '0001-01-01 00:00:00+00'`;
 
 /**
  * filteredPageStartSql for every filter set with an expiry bound, from customer_end_weeks: per
@@ -249,7 +249,7 @@ export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: 
                 SELECT day::text FROM days WHERE day >= p.day AND cum - n < $2 + $3
                 UNION ALL
                 SELECT (r.week + i)::text FROM run r CROSS JOIN generate_series(0, 6) i
-                WHERE r.week > (SELECT week FROM start) AND r.cum - r.n < $2 + $3
+                WHERE p.day IS NOT NULL AND r.week > (SELECT week FROM start) AND r.cum - r.n < $2 + $3
              ) x (day)) AS days
       FROM (SELECT 1) one LEFT JOIN p ON true`,
     params,

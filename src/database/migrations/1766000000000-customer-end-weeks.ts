@@ -45,6 +45,12 @@ export class CustomerEndWeeks1766000000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`
+      UPDATE public.rebuilds SET status = 'aborted', finished_at = now(),
+             report = '{"reason": "read-model schema downgraded (migration CustomerEndWeeks1766000000000); start the rebuild again"}'
+      WHERE status = 'running'`);
+    await q.query(`DROP SCHEMA IF EXISTS read_model_next CASCADE`);
+    await q.query(`DROP SCHEMA IF EXISTS read_model_verify CASCADE`);
     await q.query(`DROP INDEX read_model.customers_page_idx`);
     await q.query(`CREATE INDEX customers_page_idx ON read_model.customers (app_id, first_seen_at, application_username)`);
     await q.query(`DROP INDEX read_model.customers_access_end_idx`);
