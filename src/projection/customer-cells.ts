@@ -1,5 +1,5 @@
 import type { CustomerFacts } from '../customers/customer-summary.js';
-import type { PlacedFacts } from './customer-status-days.js';
+import type { CustomerChange, PlacedFacts } from './customer-status-days.js';
 import { tally, utcDay } from './day-counts.js';
 
 /**
@@ -30,15 +30,12 @@ export const customerCellOf = (f: PlacedFacts): CustomerCell => ({
   billing_retry: f.billingRetry,
 });
 
-/** A customer row inserted (no `before`), deleted (no `after`), or given a new summary or first-seen day. */
-export type CustomerCellChange = { app_id: string; before?: PlacedFacts; after?: PlacedFacts };
-
 /**
  * Changes to the cells: a customer row inserted (no `before`) adds one to its cell, one deleted (no
  * `after`) takes one away, a summary stored or an earlier first-seen week moves the customer when
  * its cell changes. Unordered: the statement that stores them orders the rows it locks.
  */
-export function customerCellDeltas(changes: readonly CustomerCellChange[]): CustomerCellDelta[] {
+export function customerCellDeltas(changes: readonly CustomerChange[]): CustomerCellDelta[] {
   const deltas = tally<CustomerCell & { app_id: string }>();
   for (const { app_id, before, after } of changes) {
     if (before) deltas.add({ app_id, ...customerCellOf(before) }, -1);
