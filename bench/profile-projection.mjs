@@ -68,7 +68,7 @@ if (messages.length > 0) await flush();
 const length = i;
 const total = performance.now() - t0;
 console.log(`${repo}: ${length} events in ${(total / 1000).toFixed(1)} s = ${Math.round(length / (total / 1000))} ev/s`);
-for (const [k, [ms, n]] of [...times].sort((a, b) => b[1][0] - a[1][0]).slice(0, 14)) console.log(`${ms.toFixed(0).padStart(7)} ms ${String(n).padStart(4)}x  ${k}`);
+for (const [k, [ms, n]] of [...times].sort((a, b) => b[1][0] - a[1][0]).slice(0, Number(process.env.PROFILE_TOP ?? 14))) console.log(`${ms.toFixed(0).padStart(7)} ms ${String(n).padStart(4)}x  ${k}`);
 // a backend reports its table counts when idle for 10 s at the latest (PGSTAT_IDLE_INTERVAL)
 await new Promise((r) => setTimeout(r, 11_000));
 for (const r of await ds.query(`SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE schemaname = 'read_model' AND n_tup_upd > 0 ORDER BY relname`))
