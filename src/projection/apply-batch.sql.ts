@@ -196,11 +196,8 @@ export const sql = (schema: string) => ({
     billing_retry: 'boolean',
   }),
 
-  /**
-   * The applications' status watermarks (customer_status_days), to the microsecond, held until the
-   * commit: a sweep moves one only after the batches placing customers at it have committed (sweepApp).
-   */
-  readWatermarks: `SELECT app_id, ${iso('at')} AS at FROM ${schema}.customer_status_watermarks WHERE app_id = ANY($1::text[]) ORDER BY app_id FOR SHARE`,
+  /** The applications' status watermarks (customer_status_days), to the microsecond. */
+  readWatermarks: `SELECT app_id, ${iso('at')} AS at FROM ${schema}.customer_status_watermarks WHERE app_id = ANY($1::text[])`,
 
   /** StatusDayDelta[] as JSON. */
   statusDays: countStatements(schema, 'customer_status_days', { app_id: 'text', status: 'text', first_day: 'date', product_id: 'text', renewal_intent: 'text' }),

@@ -485,7 +485,7 @@ export async function writeDeltas(m: EntityManager, statements: CountStatements,
   if (emptied.length > 0) await m.query(statements.dropEmpty, [JSON.stringify(emptied)]);
 }
 
-/** The applications' status watermarks in epoch µs (none: NO_WATERMARK), locked against a sweep until the batch commits. */
+/** The applications' status watermarks in epoch µs (none: NO_WATERMARK). The batch's app lock keeps them from moving. */
 async function statusWatermarks(m: EntityManager, schema: string, apps: string[]): Promise<Map<string, number>> {
   const rows = (await m.query(sql(schema).readWatermarks, [apps])) as { app_id: string; at: string }[];
   return new Map(rows.map((r) => [r.app_id, epochMicros(r.at)]));

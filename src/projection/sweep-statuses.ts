@@ -3,36 +3,26 @@ import { LIVE_PROJECTION_LOCK, LIVE_SCHEMA, writeDeltas } from './apply-batch.js
 import { sql } from './apply-batch.sql.js';
 import { statusAtSql, statusMovedSql, type StatusDayDelta } from './customer-status-days.js';
 
-/** How long a sweep waits for the watermark's row, or for a new application's lock. */
+/** How long a sweep waits for the application's lock: batches asking for it queue behind the sweep meanwhile. */
 const LOCK_WAIT = '2s';
 
 /**
  * Moves application `appId`'s status watermark to `to`, and with it every customer whose status
- * changed in between (an access end or grace start passed) to its new status's count. A batch places
- * its customers at the watermark it reads, with that row locked (FOR SHARE) from just before it
- * writes the counts to its commit; the sweep locks the row for update, so it waits only for batches
- * in that last step, then reads the customers in a snapshot that holds their commits, and a batch
- * that reads the row after it sees the new watermark. Batches earlier in their work run on: it used
- * to hold the application's lock exclusively, and under back-to-back batches it waited out its 2 s,
- * stalling them, and failed (bench/notes.md, thirteenth sitting). A new application's row is created
- * under that exclusive lock still, once: batches that found no row place customers at -infinity
- * without locking anything. A minute's access ends take milliseconds; after a day's stop, a day's
- * (about 7,000 at 1M customers). Returns how many customers changed status.
+ * changed in between (an access end or grace start passed) to its new status's count. Holds the
+ * application's lock exclusively, as an erasure does, so no batch places a customer meanwhile: a
+ * minute's access ends take milliseconds; after a day's stop, a day's (about 7,000 at 1M customers).
+ * Returns how many customers changed status.
  */
 export async function sweepApp(db: DataSource, appId: string, to: Date, schema = LIVE_SCHEMA): Promise<number> {
   const q = sql(schema);
-  const lockRow = `SELECT 1 FROM ${schema}.customer_status_watermarks WHERE app_id = $1 FOR UPDATE`;
   return db.transaction(async (m) => {
     await m.query(`SET LOCAL jit = off; SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '${LOCK_WAIT}'`);
     if (schema === LIVE_SCHEMA) await m.query('SELECT pg_advisory_xact_lock_shared($1)', [LIVE_PROJECTION_LOCK]);
-    if ((await m.query(lockRow, [appId])).length === 0) {
-      await m.query(q.lockApps, [[appId], [true]]);
-      await m.query(`INSERT INTO ${schema}.customer_status_watermarks (app_id, at) VALUES ($1, '-infinity') ON CONFLICT (app_id) DO NOTHING`, [appId]);
-      await m.query(lockRow, [appId]);
-    }
-    // a statement of its own: its snapshot is taken once the row is held
+    await m.query(q.lockApps, [[appId], [true]]);
+    // Created under the exclusive lock: no batch is placing customers at -infinity meanwhile.
+    await m.query(`INSERT INTO ${schema}.customer_status_watermarks (app_id, at) VALUES ($1, '-infinity') ON CONFLICT (app_id) DO NOTHING`, [appId]);
     const deltas = (await m.query(
-      `WITH w AS (SELECT app_id, at AS from_at, $2::timestamptz AS upto FROM ${schema}.customer_status_watermarks WHERE app_id = $1),
+      `WITH w AS (SELECT app_id, at AS from_at, $2::timestamptz AS upto FROM ${schema}.customer_status_watermarks WHERE app_id = $1 FOR UPDATE),
        moved AS (
          SELECT (c.first_seen_at AT TIME ZONE 'UTC')::date AS first_day, coalesce(c.current_product_id, '') AS product_id,
                 coalesce(c.renewal_intent, '') AS renewal_intent, ${statusAtSql('w.from_at')} AS was, ${statusAtSql('w.upto')} AS becomes

@@ -1,5 +1,4 @@
 import { applyBatch } from '../../src/projection/apply-batch.js';
-import { sql } from '../../src/projection/apply-batch.sql.js';
 import { sweepApp, sweepStatuses } from '../../src/projection/sweep-statuses.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { project, txEvent } from '../utils/events.js';
@@ -105,59 +104,5 @@ describe('customer_status_days (integration, real PostgreSQL)', () => {
     expect(await sweepApp(db.dataSource, app, new Date('2026-01-03T00:00:00.000Z'))).toBe(3);
     expect(await watermarks(db)).toContainEqual({ app_id: app, at: '2026-01-03T00:00:00.000000' });
     await expectStatusDaysKept(db.dataSource);
-  });
-  describe('what a sweep waits for', () => {
-    const app = 'waits';
-    const purchase = (id: string, day: string) =>
-      txEvent({ app, time: `${day}T00:00:00Z`, data: { transactionId: id, applicationUsername: id, purchaseDate: `${day}T00:00:00Z`, expirationDate: `${day}T12:00:00Z` } });
-
-    beforeAll(async () => {
-      await project(db.dataSource, [purchase('apple:w0', '2026-06-01')]);
-      await sweepApp(db.dataSource, app, new Date('2026-06-01T06:00:00.000Z'));
-    });
-
-    it('not for a batch still at its customers: the application lock a batch shares is not taken', async () => {
-      // a batch of the app from its first statement (lockApps, shared) until long after the sweep
-      const runner = db.dataSource.createQueryRunner();
-      await runner.startTransaction();
-      try {
-        await runner.query(sql('read_model').lockApps, [[app], [false]]);
-        const started = Date.now();
-        expect(await sweepApp(db.dataSource, app, new Date('2026-06-01T18:00:00.000Z'))).toBe(1);
-        // it used to wait out its 2 s lock timeout here and fail
-        expect(Date.now() - started).toBeLessThan(1_500);
-      } finally {
-        await runner.rollbackTransaction();
-        await runner.release();
-      }
-      await expectStatusDaysKept(db.dataSource);
-    });
-
-    it('for a batch that has placed customers at the watermark, until it commits; then the customers it placed move too', async () => {
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      let placed!: () => void;
-      const written = new Promise<void>((r) => (placed = r));
-      // access ends at 12:00 on 06-02: active at the watermark (06-01 18:00), expired at the sweep's instant
-      const held = applyBatch(db.dataSource, { topic: 'waits', partition: 0, messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(purchase('apple:w1', '2026-06-02'))) }] }, {
-        beforeCommit: async () => {
-          placed();
-          await gate;
-        },
-      });
-      await written;
-      let swept = false;
-      const sweep = sweepApp(db.dataSource, app, new Date('2026-06-03T00:00:00.000Z')).then((n) => ((swept = true), n));
-      await new Promise((r) => setTimeout(r, 400));
-      expect(swept).toBe(false);
-      release();
-      await held;
-      expect(await sweep).toBe(1);
-      await expectStatusDaysKept(db.dataSource);
-      expect(await db.dataSource.query(`SELECT status, n::int AS n FROM read_model.customer_status_days WHERE app_id = $1 ORDER BY first_day`, [app])).toEqual([
-        { status: 'expired', n: 1 },
-        { status: 'expired', n: 1 },
-      ]);
-    });
   });
 });
