@@ -5,6 +5,7 @@
 // checkout, and applies the events in 3000-event batches through that checkout's applyBatch.
 // PROFILE_SQL='…' runs after the migrations (what an index or a table setting costs: DROP INDEX,
 // ALTER TABLE … SET (fillfactor = …)).
+// PROFILE_TOP=N prints the N slowest statements (default 14).
 // At the end it prints how many row updates of each read-model table were HOT (no index written).
 const { default: pg } = await import(new URL('../node_modules/pg/lib/index.js', import.meta.url).href);
 const [repoArg, dbname, count = '60000'] = process.argv.slice(2);
