@@ -101,4 +101,57 @@ describe('loadConfig', () => {
       for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'JWT_SECRET', 'KAFKA_SASL_MECHANISM']) expect(message).toContain(name);
     }
   });
+
+  // The store settings are colon-separated entries; a wrong one is named by its part and the form
+  // that part must have, not by the whole entry's shape (a mistyped issuer id said "must be
+  // appId:issuerId:keyId:path", which the entry was).
+  describe('store app entries: the wrong part, by name and form', () => {
+    const problemsOf = (env: Record<string, string>): string[] => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+    };
+    const apple = (keys: string) => problemsOf({ APPLE_APPS: 'demo-app:com.example.demo:Sandbox', APPLE_ROOT_CERTIFICATES: '/nonexistent/root.pem', APPLE_API_KEYS: keys }).filter((p) => p.startsWith('APPLE_API_KEYS'));
+    const ISSUER = '57246542-96fe-1a63-e053-0824d011072a';
+
+    it('APPLE_API_KEYS: an issuer id that is not a UUID', () => {
+      expect(apple('demo-app:iss:KEY123:/x.p8')).toEqual([
+        'APPLE_API_KEYS: "demo-app:iss:KEY123:/x.p8": the issuer id (2nd part) "iss" must be a UUID such as 57246542-96fe-1a63-e053-0824d011072a (App Store Connect, Users and Access, Integrations: Issuer ID)',
+      ]);
+    });
+
+    it('APPLE_API_KEYS: a key id with other than letters and digits, or longer than any', () => {
+      expect(apple(`demo-app:${ISSUER}:KEY-12:/x.p8`)).toEqual([
+        `APPLE_API_KEYS: "demo-app:${ISSUER}:KEY-12:/x.p8": the key id (3rd part) "KEY-12" must be letters and digits: the key's 10-character Key ID, such as 2X9R4HXF34 (also in the file name SubscriptionKey_<keyId>.p8)`,
+      ]);
+      expect(apple(`demo-app:${ISSUER}:${'K'.repeat(33)}:/x.p8`)[0]).toMatch(/the key id \(3rd part\) "K{33}" must be letters and digits/);
+    });
+
+    it('APPLE_API_KEYS: missing parts, an empty path, a space in the app id', () => {
+      expect(apple(`demo-app:${ISSUER}`)).toEqual([`APPLE_API_KEYS: "demo-app:${ISSUER}" must be appId:issuerId:keyId:path-to-.p8 (4 parts separated by ':'; got 2)`]);
+      expect(apple(`demo-app:${ISSUER}:2X9R4HXF34:`)).toEqual([`APPLE_API_KEYS: "demo-app:${ISSUER}:2X9R4HXF34:": the path to the .p8 file (4th part) is empty`]);
+      expect(apple(`demo app:${ISSUER}:2X9R4HXF34:/x.p8`)[0]).toBe(`APPLE_API_KEYS: "demo app:${ISSUER}:2X9R4HXF34:/x.p8": the app id (1st part) "demo app" must be an app id of APPLE_APPS, without spaces`);
+      // well-formed: what is left is the app and the file, named as before
+      expect(apple(`demo-app:${ISSUER}:2X9R4HXF34:/nonexistent/key.p8`)).toEqual([expect.stringMatching(/^APPLE_API_KEYS: \/nonexistent\/key\.p8 \(app demo-app\) is not a readable In-App Purchase key/)]);
+    });
+
+    it('APPLE_APPS: the environment and the app Apple ID, by name', () => {
+      const appleApps = (apps: string) => problemsOf({ APPLE_APPS: apps, APPLE_ROOT_CERTIFICATES: '/nonexistent/root.pem' }).filter((p) => p.startsWith('APPLE_APPS'));
+      expect(appleApps('a:com.example.a:Prod')).toEqual(['APPLE_APPS: "a:com.example.a:Prod": the environment (3rd part) "Prod" must be Production or Sandbox']);
+      expect(appleApps('a:com.example.a:Sandbox:12ab')).toEqual(['APPLE_APPS: "a:com.example.a:Sandbox:12ab": the app Apple ID (4th part) "12ab" must be a number of 1-15 digits (App Store Connect, App Information: Apple ID)']);
+      expect(appleApps('a:com.example.a')).toEqual(["APPLE_APPS: \"a:com.example.a\" must be appId:bundleId:Production|Sandbox[:appAppleId] (3 or 4 parts separated by ':'; got 2)"]);
+      expect(appleApps('a:com.example.a:Sandbox')).toEqual([]);
+    });
+
+    it('GOOGLE_APPS: the package name, by name', () => {
+      const google = (apps: string) => problemsOf({ GOOGLE_APPS: apps, GOOGLE_PUBSUB_AUDIENCE: 'aud', GOOGLE_SERVICE_ACCOUNT_FILE: '/nonexistent/key.json' }).filter((p) => p.startsWith('GOOGLE_APPS'));
+      expect(google('demo:com')).toEqual(['GOOGLE_APPS: "demo:com": the package name (2nd part) "com" must look like com.example.app: two or more parts separated by dots, each starting with a letter, of letters, digits and _']);
+      expect(google('demo:com.example:extra')).toEqual(["GOOGLE_APPS: \"demo:com.example:extra\" must be appId:packageName (2 parts separated by ':'; got 3)"]);
+      expect(google('demo')).toEqual(["GOOGLE_APPS: \"demo\" must be appId:packageName (2 parts separated by ':'; got 1)"]);
+      expect(google('demo:com.example.demo')).toEqual([]);
+    });
+  });
 });

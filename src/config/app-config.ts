@@ -266,9 +266,15 @@ function googleSettings(env: Environment, problems: string[]): GoogleSettings | 
   if (!env.GOOGLE_APPS?.length) return undefined;
   const apps = new Map<string, { packageName: string }>();
   for (const entry of env.GOOGLE_APPS) {
-    const m = /^([^:\s]+):([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)+)$/.exec(entry);
-    if (!m) problems.push(`GOOGLE_APPS: ${JSON.stringify(entry)} must be appId:packageName`);
-    else apps.set(m[1], { packageName: m[2] });
+    const parts = entryParts('GOOGLE_APPS', entry, 'appId:packageName', [2, 2], problems);
+    if (!parts) continue;
+    const [appId, packageName] = parts;
+    const wrong = [
+      checkAppId('GOOGLE_APPS', entry, appId, 'an application id of your choosing'),
+      checkPart('GOOGLE_APPS', entry, 'the package name (2nd part)', packageName, PACKAGE_NAME, 'look like com.example.app: two or more parts separated by dots, each starting with a letter, of letters, digits and _'),
+    ].filter((p) => p !== undefined);
+    problems.push(...wrong);
+    if (wrong.length === 0) apps.set(appId, { packageName });
   }
   if (!env.GOOGLE_PUBSUB_AUDIENCE) problems.push('GOOGLE_APPS needs GOOGLE_PUBSUB_AUDIENCE: the audience set on the Pub/Sub push subscription');
   let serviceAccount: GoogleSettings['serviceAccount'] | undefined;
@@ -316,23 +322,41 @@ function appleSettings(env: Environment, problems: string[]): AppleSettings | un
   }
   const apps = new Map<string, AppleApp>();
   for (const entry of env.APPLE_APPS ?? []) {
-    const m = /^([^:\s]+):([^:\s]+):(Production|Sandbox)(?::(\d{1,15}))?$/.exec(entry);
-    if (!m) {
-      problems.push(`APPLE_APPS: ${JSON.stringify(entry)} must be appId:bundleId:Production|Sandbox[:appAppleId]`);
+    const parts = entryParts('APPLE_APPS', entry, 'appId:bundleId:Production|Sandbox[:appAppleId]', [3, 4], problems);
+    if (!parts) continue;
+    const [appId, bundleId, environment, appAppleId] = parts;
+    const wrong = [
+      checkAppId('APPLE_APPS', entry, appId, 'an application id of your choosing'),
+      checkPart('APPLE_APPS', entry, 'the bundle id (2nd part)', bundleId, /^[^\s]+$/, "be the app's bundle id, such as com.example.app"),
+      checkPart('APPLE_APPS', entry, 'the environment (3rd part)', environment, /^(Production|Sandbox)$/, 'be Production or Sandbox'),
+      appAppleId === undefined ? undefined : checkPart('APPLE_APPS', entry, 'the app Apple ID (4th part)', appAppleId, /^\d{1,15}$/, 'be a number of 1-15 digits (App Store Connect, App Information: Apple ID)'),
+    ].filter((p) => p !== undefined);
+    if (wrong.length > 0) {
+      problems.push(...wrong);
       continue;
     }
-    const [, appId, bundleId, environment, appAppleId] = m;
     if (environment === 'Production' && appAppleId === undefined) problems.push(`APPLE_APPS: ${appId} is Production and needs its appAppleId (appId:bundleId:Production:appAppleId)`);
     apps.set(appId, { bundleId, environment: environment as AppleApp['environment'], appAppleId: appAppleId === undefined ? undefined : Number(appAppleId) });
   }
   const apiKeys = new Map<string, AppleApiKey>();
   for (const entry of env.APPLE_API_KEYS ?? []) {
-    const m = /^([^:\s]+):([0-9A-Fa-f-]{1,64}):([A-Za-z0-9]{1,32}):(.+)$/.exec(entry);
-    if (!m) {
-      problems.push(`APPLE_API_KEYS: ${JSON.stringify(entry)} must be appId:issuerId:keyId:path-to-.p8`);
+    // The path is the rest of the entry: it may hold a ':' itself.
+    const parts = entryParts('APPLE_API_KEYS', entry, 'appId:issuerId:keyId:path-to-.p8', [4, Infinity], problems);
+    if (!parts) continue;
+    const [appId, issuerId, keyId] = parts;
+    const file = parts.slice(3).join(':');
+    const wrong = [
+      checkAppId('APPLE_API_KEYS', entry, appId, 'an app id of APPLE_APPS'),
+      checkPart('APPLE_API_KEYS', entry, 'the issuer id (2nd part)', issuerId, UUID, 'be a UUID such as 57246542-96fe-1a63-e053-0824d011072a (App Store Connect, Users and Access, Integrations: Issuer ID)'),
+      // Apple's Key IDs are 10 characters; any length up to 32 is taken so that test keys pass, and a
+      // mistyped one is refused by Apple (401, naming APPLE_API_KEYS).
+      checkPart('APPLE_API_KEYS', entry, 'the key id (3rd part)', keyId, /^[A-Za-z0-9]{1,32}$/, "be letters and digits: the key's 10-character Key ID, such as 2X9R4HXF34 (also in the file name SubscriptionKey_<keyId>.p8)"),
+      file === '' ? `APPLE_API_KEYS: ${JSON.stringify(entry)}: the path to the .p8 file (4th part) is empty` : undefined,
+    ].filter((p) => p !== undefined);
+    if (wrong.length > 0) {
+      problems.push(...wrong);
       continue;
     }
-    const [, appId, issuerId, keyId, file] = m;
     if (!apps.has(appId)) problems.push(`APPLE_API_KEYS: ${appId} is not an app of APPLE_APPS`);
     try {
       const privateKey = readFileSync(file, 'utf8');
@@ -343,6 +367,30 @@ function appleSettings(env: Environment, problems: string[]): AppleSettings | un
     }
   }
   return { rootCertificates, apps, apiKeys, apiBaseUrl: env.APPLE_API_BASE_URL };
+}
+
+const UUID = /^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/;
+const PACKAGE_NAME = /^[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)+$/;
+
+/**
+ * The ':'-separated parts of one entry of a store setting, or undefined with a problem saying the
+ * form when there are fewer than `least` or more than `most` of them.
+ */
+function entryParts(variable: string, entry: string, form: string, [least, most]: [number, number], problems: string[]): string[] | undefined {
+  const parts = entry.split(':');
+  if (parts.length >= least && parts.length <= most) return parts;
+  const expected = most === Infinity || least === most ? `${least} parts` : `${least} or ${most} parts`;
+  problems.push(`${variable}: ${JSON.stringify(entry)} must be ${form} (${expected} separated by ':'; got ${parts.length})`);
+  return undefined;
+}
+
+/** A problem naming the part of an entry that does not have the form it must have, or undefined. */
+function checkPart(variable: string, entry: string, part: string, value: string, form: RegExp, must: string): string | undefined {
+  return form.test(value) ? undefined : `${variable}: ${JSON.stringify(entry)}: ${part} ${JSON.stringify(value)} must ${must}`;
+}
+
+function checkAppId(variable: string, entry: string, appId: string, what: string): string | undefined {
+  return checkPart(variable, entry, 'the app id (1st part)', appId, /^[^\s]+$/, `be ${what}, without spaces`);
 }
 
 /** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
