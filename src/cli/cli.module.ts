@@ -5,6 +5,7 @@ import { CommanderExitCodes } from './exit-codes.js';
 import { CustomersCommand, CustomersEraseCommand } from './customers.command.js';
 import { GenerateCommand } from './generate.command.js';
 import { IMPORT_COMMANDS } from './import.command.js';
+import { MoveToKafkaCommand } from './move-to-kafka.command.js';
 import { OffsetsCommand, OffsetsResetCommand, OffsetsShowCommand } from './offsets.command.js';
 import { PublishCommand } from './publish.command.js';
 import { RebuildCommand } from './rebuild.command.js';
@@ -15,6 +16,6 @@ import { WEBHOOK_SUBCOMMANDS, WebhooksCommand } from './webhooks.command.js';
 @Module({})
 export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [CommanderExitCodes, TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS, SampleNotificationCommand, ...IMPORT_COMMANDS, CustomersCommand, CustomersEraseCommand] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [CommanderExitCodes, TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS, SampleNotificationCommand, ...IMPORT_COMMANDS, CustomersCommand, CustomersEraseCommand, MoveToKafkaCommand] };
   }
 }

@@ -6,8 +6,11 @@ import { openDatabase } from '../database/open-database.js';
 import { appendToEventLog } from '../event-log/event-log.js';
 import { createKafka } from '../ingestion/kafka/kafka-client.js';
 
+/** A partition given with a message places it there instead of the partitioner (Kafka only). */
+export type SinkMessage = { key: string | null; value: Buffer; partition?: number };
+
 export type EventSink = {
-  send(messages: { key: string; value: Buffer }[]): Promise<void>;
+  send(messages: SinkMessage[]): Promise<void>;
   close(): Promise<void>;
   /** Bytes of values one send should carry at most (a single larger message goes alone). */
   chunkBytes: number;
@@ -18,22 +21,7 @@ const EMBEDDED_CHUNK_BYTES = 4 * 1024 * 1024;
 
 /** Where `publish` appends: the Kafka topic, or the embedded log table when no brokers are set. */
 export async function openEventSink(config: AppConfig): Promise<EventSink> {
-  if (config.kafka) {
-    const topic = config.kafka.topic;
-    // Not idempotent: kafkajs wants unlimited retries for that, and a CLI should fail instead of
-    // hanging. A message sent twice on a retry is harmless: the projection applies each event id once.
-    const producer = createKafka(config.kafka, '-publish').producer({ maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
-    await producer.connect();
-    return {
-      send: async (messages) => {
-        await producer.send({ topic, acks: -1, messages });
-      },
-      close: () => producer.disconnect(),
-      // Kafka refuses a record batch over message.max.bytes: chunks well under it keep valid lines
-      // from sharing a batch that is refused.
-      chunkBytes: Math.floor(config.eventMaxBytes / 2),
-    };
-  }
+  if (config.kafka) return openKafkaSink(config, { idempotent: false, clientIdSuffix: '-publish' });
   const { db, close } = await openDatabase(config, 'publish');
   return {
     send: async (messages) => {
@@ -41,6 +29,34 @@ export async function openEventSink(config: AppConfig): Promise<EventSink> {
     },
     close,
     chunkBytes: EMBEDDED_CHUNK_BYTES,
+  };
+}
+
+/**
+ * The Kafka topic KAFKA_TOPIC as a sink: one request in flight, acks from every in-sync replica,
+ * keyed messages placed by kafkajs' default partitioner (the contract's keys decide the partition).
+ */
+export async function openKafkaSink(config: AppConfig, options: { idempotent: boolean; clientIdSuffix: string }): Promise<EventSink> {
+  const settings = config.kafka!;
+  const topic = settings.topic;
+  // publish is not idempotent: kafkajs wants unlimited retries for that, and a CLI should fail
+  // instead of hanging. A message sent twice on a retry is harmless there: the projection applies
+  // each event id once. move-to-kafka must not double a message, and is resumable when stopped.
+  const producer = createKafka(settings, options.clientIdSuffix).producer({
+    maxInFlightRequests: 1,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    // kafkajs keeps an idempotent producer's guarantee only with unlimited retries; the caller bounds the wait.
+    ...(options.idempotent ? { idempotent: true, retry: { retries: Number.MAX_SAFE_INTEGER } } : {}),
+  });
+  await producer.connect();
+  return {
+    send: async (messages) => {
+      await producer.send({ topic, acks: -1, messages });
+    },
+    close: () => producer.disconnect(),
+    // Kafka refuses a record batch over message.max.bytes: chunks well under it keep valid lines
+    // from sharing a batch that is refused.
+    chunkBytes: Math.floor(config.eventMaxBytes / 2),
   };
 }
 

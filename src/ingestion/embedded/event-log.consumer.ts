@@ -17,6 +17,8 @@ import { PROJECTION_OBSERVER, type ProjectionObserver } from '../projection-obse
 import { CatchUpLog } from '../catch-up-log.js';
 
 const IDLE_POLL_MS = 1_000;
+/** The consumer's LISTEN connection, by which a CLI command finds a live consumer of the embedded log. */
+export const EVENT_LOG_LISTENER = 'event-log-listener';
 /**
  * Bytes of keys and values one batch may load (beyond its first message, which may take up to
  * EVENT_MAX_BYTES): at the default PROJECTION_BATCH_SIZE and events of a few hundred bytes, the
@@ -175,7 +177,7 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
 
   private async ensureListener(): Promise<void> {
     if (this.listener) return;
-    const client = new pg.Client({ connectionString: this.server.url, application_name: 'event-log-listener' });
+    const client = new pg.Client({ connectionString: this.server.url, application_name: EVENT_LOG_LISTENER });
     client.on('notification', () => this.wake?.());
     client.on('error', () => {
       this.listener = undefined;

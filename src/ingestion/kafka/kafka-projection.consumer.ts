@@ -7,6 +7,7 @@ import type { BlockedPartition, ConsumerHealth, ConsumerStatus } from '../../hea
 import { failpoint } from '../../common/failpoint.js';
 import type { BatchOutcome, DeadLetter, LogMessage } from '../../projection/apply-batch.js';
 import { describePosition, positionProblem, type PartitionPosition } from '../positions/log-positions.js';
+import { describeEmbeddedPosition, embeddedLogPosition, MOVE_TO_KAFKA_COMMAND } from '../positions/embedded-origin.js';
 import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projection-target.js';
 import { BatchAbandoned, Projector, type RetryControl } from '../projector.js';
 import { finishOrEndBatches } from '../stop-wait.js';
@@ -303,7 +304,7 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
       // a recreated topic growing past the old offset must not unblock it by itself.
       if (blockedAt && blockedAt.storedOffset === (position.stored?.toString() ?? null)) continue;
       if (positionProblem(position)) {
-        this.block(consumer, position);
+        this.blockWith(consumer, position, await this.blockReason(position, anchors.get(partition)));
         continue;
       }
       const from = position.stored ?? end.low;
@@ -326,6 +327,15 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
     this.blockWith(consumer, p, describePosition(p));
   }
 
+  /**
+   * A stored offset outside the log. The embedded log and the topic share their name, so a database
+   * fed by the embedded log looks like a recreated topic here: said as what it is, with the command.
+   */
+  private async blockReason(p: PartitionPosition, lastMessageSha1: Buffer | undefined): Promise<string> {
+    const embedded = await embeddedLogPosition(this.db, this.settings.topic, p.partition, p.stored, lastMessageSha1).catch(() => undefined);
+    return embedded ? describeEmbeddedPosition(this.settings.topic, p.partition, p.stored!, embedded.logEnd, p) : describePosition(p);
+  }
+
   private blockWith(consumer: Consumer, p: PartitionPosition, reason: string): void {
     consumer.pause([{ topic: this.settings.topic, partitions: [p.partition] }]);
     if (this.blocked.has(p.partition)) return;
@@ -336,7 +346,8 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
       logEnd: p.logEnd.toString(),
       reason,
     });
-    this.logger.error({ partition: p.partition, msg: `${reason}; not consuming this partition until an operator runs \`offsets reset\` or \`rebuild\` (docs/operations.md)` });
+    const remedy = reason.includes(MOVE_TO_KAFKA_COMMAND) ? '' : ' runs `offsets reset` or `rebuild` (docs/operations.md)';
+    this.logger.error({ partition: p.partition, msg: `${reason}; not consuming this partition until an operator${remedy || ' does so'}` });
   }
 
   private async onBatch(consumer: Consumer, { batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload): Promise<void> {
@@ -354,7 +365,14 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
       const first = batch.messages[0];
       if (BigInt(first.offset) === anchor.offset && !messageSha1(first.value).equals(anchor.sha1)) {
         const p = { partition: batch.partition, logStart: 0n, logEnd: BigInt(batch.highWatermark), stored: expected };
-        this.blockWith(consumer, p, `partition ${batch.partition}: the message at offset ${anchor.offset} is not the one projected there: the topic was recreated or rewritten`);
+        const embedded = await embeddedLogPosition(this.db, this.settings.topic, batch.partition, expected, anchor.sha1).catch(() => undefined);
+        this.blockWith(
+          consumer,
+          p,
+          embedded
+            ? describeEmbeddedPosition(this.settings.topic, batch.partition, expected!, embedded.logEnd, p)
+            : `partition ${batch.partition}: the message at offset ${anchor.offset} is not the one projected there: the topic was recreated or rewritten`,
+        );
         return;
       }
     }

@@ -1,0 +1,188 @@
+import { jest } from '@jest/globals';
+import { KafkaProjectionConsumer } from '../../src/ingestion/kafka/kafka-projection.consumer.js';
+import { startTestApp, type TestApp } from '../utils/app.js';
+import { createTestDatabase, type TestDatabase } from '../utils/database.js';
+import { expectEventually } from '../utils/expect-eventually.js';
+import { createTopic, kafkaBrokers, produce, testKafka, topicEndOffsets, uniqueTopic, waitUntilCaughtUp } from '../utils/kafka.js';
+import { runCli, writeTempFile } from '../utils/processes.js';
+import { expectEqualsFromScratch } from '../utils/read-models.js';
+import { scenarioEvents, toNdjson } from '../utils/scenario.js';
+
+jest.setTimeout(240_000);
+
+const PARTITIONS = 3;
+
+/** Every message of the topic with where it lies, read by a throwaway consumer group. */
+async function readTopic(topic: string, expected: number): Promise<{ partition: number; offset: number; value: string }[]> {
+  const consumer = testKafka().consumer({ groupId: `move-reader-${Date.now()}-${Math.random()}` });
+  const seen: { partition: number; offset: number; value: string }[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({ eachMessage: async ({ partition, message }) => void seen.push({ partition, offset: Number(message.offset), value: message.value!.toString() }) });
+  try {
+    await expectEventually(() => expect(seen.length).toBeGreaterThanOrEqual(expected), 30_000);
+  } finally {
+    await consumer.disconnect();
+  }
+  return seen.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
+}
+
+describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and broker, the built CLI)', () => {
+  let db: TestDatabase;
+  const apps: TestApp[] = [];
+  const topic = uniqueTopic('move');
+  // The embedded log and the topic share KAFKA_TOPIC; the group is the service's.
+  const embeddedEnv = () => ({ DATABASE_URL: db.url, KAFKA_TOPIC: topic });
+  const kafkaEnv = () => ({ ...embeddedEnv(), KAFKA_BROKERS: kafkaBrokers(), KAFKA_GROUP_ID: `g-${topic}` });
+  const serviceKafkaEnv = () => ({ KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}`, KAFKA_SESSION_TIMEOUT_MS: '6000', CONSUMER_ENABLED: 'true' });
+  const embeddedCount = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log WHERE topic = $1`, [topic]))[0].n);
+  const embeddedValues = async () =>
+    ((await db.dataSource.query(`SELECT value FROM public.event_log WHERE topic = $1 ORDER BY "offset"`, [topic])) as { value: Buffer }[]).map((r) => r.value);
+  const publish = async (events: unknown[], env: Record<string, string>) => {
+    const r = await runCli(['publish', writeTempFile('events.ndjson', toNdjson(events))], env);
+    expect(r.code).toBe(0);
+  };
+  const moveRefusals = (r: { code: number | null; stderr: string }, message: RegExp) => {
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(message)]);
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase('move_kafka');
+    await createTopic(topic, PARTITIONS);
+  });
+  afterAll(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+    await db?.drop();
+  });
+
+  const events = scenarioEvents({ seed: 39, customers: 60 });
+  const projectedPart = events.slice(0, Math.floor(events.length * 0.6));
+  const unprojectedPart = events.slice(projectedPart.length, Math.floor(events.length * 0.8));
+  const kafkaPart = events.slice(projectedPart.length + unprojectedPart.length);
+
+  it('copies the embedded log to the topic (killed once mid-way), switches the positions, and the service continues on Kafka with nothing lost, doubled, re-applied or skipped', async () => {
+    // 1. A service on the embedded log projects the first events; more arrive after it stopped.
+    const embedded = await startTestApp({ databaseUrl: db.url, env: { CONSUMER_ENABLED: 'true', KAFKA_TOPIC: topic, PROJECTION_BATCH_SIZE: '25' } });
+    apps.push(embedded);
+    await publish(projectedPart, embeddedEnv());
+    await expectEventually(async () => {
+      const [row] = await db.dataSource.query(`SELECT next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
+      expect(row?.n).toBe(projectedPart.length);
+    }, 60_000);
+
+    // Refused while it consumes the embedded log, and without KAFKA_BROKERS.
+    moveRefusals(await runCli(['move-to-kafka'], kafkaEnv()), /^error: the service is consuming the embedded event log of this database: stop it first/);
+    moveRefusals(await runCli(['move-to-kafka'], embeddedEnv()), /^error: move-to-kafka needs KAFKA_BROKERS/);
+    await apps.splice(apps.indexOf(embedded), 1)[0].close();
+    await publish(unprojectedPart, embeddedEnv());
+    const total = await embeddedCount();
+    expect(total).toBe(projectedPart.length + unprojectedPart.length);
+
+    // 2. Started on Kafka before the move: blocked, saying where the offsets came from and what to run
+    //    (it said "the log ends before the stored offset (topic recreated or truncated)").
+    const early = await startTestApp({ databaseUrl: db.url, env: serviceKafkaEnv() });
+    apps.push(early);
+    await expectEventually(() => {
+      const health = early.app.get(KafkaProjectionConsumer).health();
+      expect(health.state).toBe('blocked');
+      expect(health.reason).toContain(`partition 0: stored offset ${projectedPart.length} is a position in this database's embedded event log (${total} events), not in Kafka topic ${topic}`);
+      expect(health.reason).toContain('npm run cli -- move-to-kafka');
+    }, 60_000);
+    // ... and the move refuses to run beside it.
+    moveRefusals(await runCli(['move-to-kafka'], kafkaEnv()), new RegExp(`^error: the service is consuming Kafka topic ${topic} \\(consumer group g-${topic} has 1 member\\(s\\)\\)`));
+    await apps.splice(apps.indexOf(early), 1)[0].close();
+    expect(await topicEndOffsets(topic)).toBe(0n);
+
+    // 3. The move, killed after its second acknowledged send, then run again: it continues.
+    const killed = await runCli(['move-to-kafka', '--batch-size', '10'], { ...kafkaEnv(), FAILPOINTS: 'move-to-kafka-after-send:2' });
+    expect(killed.code).toBeNull(); // SIGKILL
+    expect(await topicEndOffsets(topic)).toBe(20n);
+    const stored = await db.dataSource.query(`SELECT partition, next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic]);
+    expect(stored).toEqual([{ partition: 0, n: projectedPart.length }]); // not switched yet
+
+    const resumed = await runCli(['move-to-kafka', '--batch-size', '10'], kafkaEnv());
+    expect(resumed.stderr).toBe('');
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain(`${total} event(s); Kafka topic ${topic} (${PARTITIONS} partition(s)) already holds 20 of them (a copy stopped earlier: continuing it)`);
+    expect(resumed.stdout).toContain(`sent ${total - 20} event(s)`);
+    expect(resumed.stdout).toMatch(/switched the stored offsets from the embedded log's \(next \d+\) to the topic's/);
+    expect(await topicEndOffsets(topic)).toBe(BigInt(total));
+
+    // The topic holds the embedded log once, each receipt's events in embedded order on its partition.
+    const values = (await embeddedValues()).map((v) => v.toString());
+    const onTopic = await readTopic(topic, total);
+    expect(onTopic).toHaveLength(total);
+    expect(onTopic.map((m) => m.value).sort()).toEqual([...values].sort());
+    for (let p = 0; p < PARTITIONS; p++) {
+      const here = onTopic.filter((m) => m.partition === p);
+      expect(here.map((m) => m.offset)).toEqual(here.map((_, i) => i));
+      const order = here.map((m) => values.indexOf(m.value));
+      expect(order).toEqual([...order].sort((a, b) => a - b));
+    }
+    // Each partition's stored offset is the number of its messages the embedded consumer projected:
+    // nothing re-applied (below it, only projected events), nothing skipped (from it, only unprojected ones).
+    const projected = new Set(values.slice(0, projectedPart.length));
+    const switched = await db.dataSource.query(`SELECT partition, next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic]);
+    expect(switched).toEqual(
+      [...Array(PARTITIONS).keys()].map((p) => {
+        const here = onTopic.filter((m) => m.partition === p);
+        const n = here.findIndex((m) => !projected.has(m.value));
+        expect(here.slice(n === -1 ? here.length : n).every((m) => !projected.has(m.value))).toBe(true);
+        return { partition: p, n: n === -1 ? here.length : n };
+      }),
+    );
+
+    // 4. Already moved: run again, nothing is published and the positions stay.
+    const again = await runCli(['move-to-kafka'], kafkaEnv());
+    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(again.stdout).toContain(`already holds ${total} of them\n`);
+    expect(again.stdout).toContain('sent 0 event(s)');
+    expect(again.stdout).toContain('the offsets stored with the read models are already the topic\'s: left as they are');
+    expect(await topicEndOffsets(topic)).toBe(BigInt(total));
+    expect(await db.dataSource.query(`SELECT partition, next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic])).toEqual(switched);
+
+    // 5. The service on Kafka: projects the unprojected rest, then events published to Kafka.
+    const onKafka = await startTestApp({ databaseUrl: db.url, env: serviceKafkaEnv() });
+    apps.push(onKafka);
+    await waitUntilCaughtUp(db.dataSource, topic);
+    expect(onKafka.app.get(KafkaProjectionConsumer).health().state).toBe('running');
+    await publish(kafkaPart, kafkaEnv());
+    expect(await topicEndOffsets(topic)).toBe(BigInt(total + kafkaPart.length));
+    await waitUntilCaughtUp(db.dataSource, topic);
+    // Every event once: the read models are one from-scratch projection of all of them.
+    await expectEqualsFromScratch(db.dataSource, [...(await embeddedValues()), ...kafkaPart.map((e) => Buffer.from(JSON.stringify(e)))]);
+    const totals = await onKafka.get('/v2/transactions?limit=1', onKafka.token('app-1'));
+    const rows = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'app-1'`);
+    expect(totals.body.paging.total).toBe(rows[0].n);
+
+    // 6. Once the topic has moved on, a late rerun still publishes nothing and leaves the positions.
+    await apps.splice(apps.indexOf(onKafka), 1)[0].close();
+    const positions = await db.dataSource.query(`SELECT partition, next_offset::text AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic]);
+    const late = await runCli(['move-to-kafka'], kafkaEnv());
+    expect({ code: late.code, stderr: late.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(late.stdout).toContain('sent 0 event(s)');
+    expect(await topicEndOffsets(topic)).toBe(BigInt(total + kafkaPart.length));
+    expect(await db.dataSource.query(`SELECT partition, next_offset::text AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic])).toEqual(positions);
+  });
+
+  it('refuses a topic that holds events other than the embedded log\'s, changing nothing', async () => {
+    const other = await createTestDatabase('move_kafka_other');
+    const foreignTopic = uniqueTopic('move-foreign');
+    try {
+      await createTopic(foreignTopic, PARTITIONS);
+      const mine = scenarioEvents({ seed: 40, customers: 10 });
+      const env = { DATABASE_URL: other.url, KAFKA_TOPIC: foreignTopic };
+      expect((await runCli(['publish', writeTempFile('mine.ndjson', toNdjson(mine))], env)).code).toBe(0);
+      // Someone else's events, published to Kafka directly.
+      await produce(foreignTopic, scenarioEvents({ seed: 41, customers: 10 }).map((e) => Buffer.from(JSON.stringify(e))));
+      const before = await topicEndOffsets(foreignTopic);
+      const r = await runCli(['move-to-kafka'], { ...env, KAFKA_BROKERS: kafkaBrokers(), KAFKA_GROUP_ID: `g-${foreignTopic}` });
+      moveRefusals(r, new RegExp(`^error: Kafka topic ${foreignTopic} already holds events that are not the embedded log's`));
+      expect(await topicEndOffsets(foreignTopic)).toBe(before);
+      expect(await other.dataSource.query(`SELECT count(*)::int AS n FROM read_model.projection_offsets WHERE topic = $1 AND partition <> 0`, [foreignTopic])).toEqual([{ n: 0 }]);
+    } finally {
+      await other.drop();
+    }
+  });
+});
