@@ -6,6 +6,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { eraseCustomers, MAX_ERASURES_PER_CALL } from '../customers/erase-customer/erase-customers.js';
 import { openDatabase } from '../database/open-database.js';
 import { openEventSink } from './event-sink.js';
+import { unreadableInput } from './input-file.js';
 import { UsageError } from './usage-error.js';
 
 type EraseOptions = { app?: string; file?: string };
@@ -24,8 +25,10 @@ export class CustomersEraseCommand extends CommandRunner {
     if (!options.app) throw new UsageError('customers erase needs --app <application id>');
     const usernames = [...args];
     if (options.file !== undefined) {
+      const unreadable = unreadableInput(options.file, 'a file of usernames, one per line');
+      if (unreadable) throw new UsageError(`customers erase: --file ${options.file}: ${unreadable}`);
       const text = await readFile(options.file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-        throw new UsageError(`--file ${options.file}: ${error.code ?? error.message}`);
+        throw new UsageError(`customers erase: --file ${options.file}: ${error.code ?? error.message}`);
       });
       usernames.push(...text.split(/\r?\n/).filter((line) => line.trim() !== ''));
     }

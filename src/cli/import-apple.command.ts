@@ -1,5 +1,4 @@
 import { Inject } from '@nestjs/common';
-import { existsSync, statSync } from 'node:fs';
 import { Environment } from '@apple/app-store-server-library';
 import { CommandRunner, Option, SubCommand } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -9,6 +8,7 @@ import { appleTransactionEvents, parseAppleImportLine } from '../import/apple/ap
 import { ImportJournal } from '../import/import-journal.js';
 import { fileDigest, fileLines } from '../import/import-source.js';
 import { AppleVerifier } from '../store-notifications/apple/apple-verifier.js';
+import { unreadableInput } from './input-file.js';
 import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { runCliImport } from './run-cli-import.js';
 
@@ -46,7 +46,8 @@ export class ImportAppleCommand extends CommandRunner {
     refuseExtraArguments('import apple', args);
     const { client, verifier, appId } = appleApp(this.config, options.app, 'import apple');
     if (!options.file) throw new UsageError('import apple needs --file <csv of transactionId[,applicationUsername]>');
-    if (!existsSync(options.file) || !statSync(options.file).isFile()) throw new UsageError(`import apple: --file ${options.file} is not a readable file`);
+    const unreadable = unreadableInput(options.file, 'a CSV file of transactionId[,applicationUsername] lines', { regular: true });
+    if (unreadable) throw new UsageError(`import apple: --file ${options.file} is not a readable file: ${unreadable}`);
     const { lines, fraction } = fileLines(options.file);
     await runCliImport(this.config, {
       dryRun: options.dryRun,

@@ -1,5 +1,4 @@
 import { Inject } from '@nestjs/common';
-import { existsSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { CommandRunner, Option, SubCommand } from 'nest-commander';
 import { APP_CONFIG, type AppConfig, type GoogleSettings } from '../config/app-config.js';
@@ -10,6 +9,7 @@ import { GOOGLE_VOIDED_KIND, listVoidedPurchases, storedOrder, VOIDED_RETENTION_
 import type { SourceLine } from '../import/import-runner.js';
 import { fileDigest, fileLines } from '../import/import-source.js';
 import { GooglePlayApi } from '../store-notifications/google/google-play.js';
+import { unreadableInput } from './input-file.js';
 import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { runCliImport } from './run-cli-import.js';
 
@@ -43,7 +43,8 @@ export class ImportGoogleCommand extends CommandRunner {
     refuseExtraArguments('import google', args);
     const { settings, packageName, appId } = googleApp(this.config, options.app, 'import google');
     if (!options.file) throw new UsageError('import google needs --file <csv of purchaseToken[,productId][,applicationUsername]>');
-    if (!existsSync(options.file) || !statSync(options.file).isFile()) throw new UsageError(`import google: --file ${options.file} is not a readable file`);
+    const unreadable = unreadableInput(options.file, 'a CSV file of purchaseToken[,productId][,applicationUsername] lines', { regular: true });
+    if (unreadable) throw new UsageError(`import google: --file ${options.file} is not a readable file: ${unreadable}`);
     const api = new GooglePlayApi(settings);
     const digest = await fileDigest(options.file);
     const source = fileLines(options.file);

@@ -8,6 +8,7 @@ import { Command, CommandRunner } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { decodeEvent } from '../events/decode-event.js';
 import { openEventSink, type EventSink } from './event-sink.js';
+import { unreadableInput } from './input-file.js';
 import { readLines } from './read-lines.js';
 
 const CHUNK = 1000;
@@ -151,9 +152,7 @@ export class PublishCommand extends CommandRunner {
 }
 
 function inputSize(file: string): number {
-  try {
-    return statSync(file).size;
-  } catch (error) {
-    throw new Error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
-  }
+  const unreadable = unreadableInput(file, 'an NDJSON file, or - for stdin');
+  if (unreadable) throw new Error(`cannot read ${file}: ${unreadable}`);
+  return statSync(file).size;
 }

@@ -97,6 +97,8 @@ describe('CLI conventions (e2e: the built CLI)', () => {
     [['sample-notification', 'apple'], /sample-notification apple needs --bundle-id/],
     [['sample-notification', 'apple', '--bundle-id', 'b', '--type', 'X'], /--type must be one of/],
     [['sample-notification', 'apple', '--bundle-id', 'b', '--subscription', 'x'], /--subscription must be a number/],
+    // A directory where a file is expected: said so, with what the option takes (it said EISDIR).
+    [['customers', 'erase', '--app', 'demo-app', '--file', tmpdir()], /^error: customers erase: --file \S+: it is a directory \(expected a file of usernames, one per line\)$/m],
   ])('%j is a usage error: exit 2, one line', async (args, message) => {
     const r = await runCli(args, env);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 2, stderr: expect.stringMatching(message) });
@@ -113,5 +115,12 @@ describe('CLI conventions (e2e: the built CLI)', () => {
   it('publish of a file that is not there exits 1 with one line naming it', async () => {
     const r = await runCli(['publish', '/nonexistent/events.ndjson'], env);
     expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({ code: 1, stderr: 'error: cannot read /nonexistent/events.ndjson: no such file' });
+  });
+
+  // It said EISDIR, after opening the event log.
+  it('publish of a directory exits 1 with one line saying it is one and what publish takes', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sr-publish-dir-'));
+    const r = await runCli(['publish', dir], env);
+    expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({ code: 1, stderr: `error: cannot read ${dir}: it is a directory (expected an NDJSON file, or - for stdin)` });
   });
 });
