@@ -21,6 +21,20 @@ const required = process.env.CHROMIUM_REQUIRED === '1';
 if (!haveBrowser && !required) console.log(`docs page browser test skipped: no Chromium at ${executablePath} (apt-get install chromium, or set CHROMIUM_PATH)`);
 const describeWithBrowser = haveBrowser || required ? describe : describe.skip;
 
+/** Three customers (alice, bob, carol) and four transactions. */
+const SEEDED = [
+  txEvent({ time: '2026-01-15T10:00:00Z', data: { transactionId: 'apple:t-1', receiptId: 'apple:r-1', productId: 'apple:pro_monthly', purchaseDate: '2026-01-15T10:00:00Z', expirationDate: '2036-02-15T10:00:00Z' } }),
+  linkEvent({ time: '2026-01-15T10:00:01Z', receiptId: 'apple:r-1', user: 'alice' }),
+  txEvent({ time: '2026-01-16T10:00:00Z', data: { transactionId: 'apple:t-2', receiptId: 'apple:r-2', productId: 'apple:basic_yearly', purchaseDate: '2026-01-16T10:00:00Z', expirationDate: '2026-02-16T10:00:00Z' } }),
+  linkEvent({ time: '2026-01-16T10:00:01Z', receiptId: 'apple:r-2', user: 'bob' }),
+  txEvent({ time: '2026-01-17T10:00:00Z', data: { transactionId: 'google:GPA.1', receiptId: 'google:r-3', productId: 'google:pro_monthly', purchaseDate: '2026-01-17T10:00:00Z', expirationDate: '2036-02-17T10:00:00Z' } }),
+  txEvent({ time: '2026-01-18T10:00:00Z', data: { transactionId: 'google:GPA.2', receiptId: 'google:r-3', productId: 'google:pro_monthly', purchaseDate: '2026-01-18T10:00:00Z', expirationDate: '2036-02-18T10:00:00Z', sandbox: true } }),
+  linkEvent({ time: '2026-01-18T10:00:01Z', receiptId: 'google:r-3', user: 'carol' }),
+];
+const TOTALS: Record<string, number> = { '/v2/customers': 3, '/v2/transactions': 4 };
+/** What Try it out may send untouched: the paging defaults, never a filter. */
+const PAGING_DEFAULTS = new Set(['skip=0', 'limit=100']);
+
 describeWithBrowser('the docs page in a real browser (e2e, built service)', () => {
   let db: TestDatabase;
   let service: ServiceProcess;
@@ -29,10 +43,9 @@ describeWithBrowser('the docs page in a real browser (e2e, built service)', () =
 
   beforeAll(async () => {
     db = await createTestDatabase('docs_page');
-    await project(db.dataSource, [
-      txEvent({ time: '2026-01-15T10:00:00Z', data: { transactionId: 'apple:t-1', receiptId: 'apple:r-1', purchaseDate: '2026-01-15T10:00:00Z', expirationDate: '2036-02-15T10:00:00Z' } }),
-      linkEvent({ time: '2026-01-15T10:00:01Z', receiptId: 'apple:r-1', user: 'alice' }),
-    ]);
+    // Customers and transactions of every kind, most of them outside what any documented example
+    // selects (another product, expired, a google row), so a prefilled filter cannot go unnoticed.
+    await project(db.dataSource, SEEDED);
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     service = startService({ PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, CONSUMER_ENABLED: 'false', WEBHOOK_DELIVERY_ENABLED: 'false' });
@@ -60,12 +73,20 @@ describeWithBrowser('the docs page in a real browser (e2e, built service)', () =
       const operation = page.locator('.opblock-get').filter({ has: page.locator(`.opblock-summary-path[data-path="${route}"]`) });
       await operation.locator('.opblock-summary').click();
       await operation.locator('.try-out__btn').click();
+      // Execute with no field touched: what the page sends is what a newcomer's first click sends.
+      const sent = page.waitForRequest((r) => new URL(r.url()).pathname === route);
       await operation.locator('button.execute').click();
+      const query = new URL((await sent).url()).search.replace(/^\?/, '');
       const response = operation.locator('.live-responses-table tr.response');
       const status = await response.locator('td.response-col_status').textContent();
       const body = await response.locator('.response-col_description pre').first().textContent();
       expect({ status: status?.trim(), body }).toEqual({ status: '200', body: expect.stringContaining('"rows"') });
-      expect(JSON.parse(body ?? '')).toMatchObject({ rows: expect.any(Array), paging: { skip: 0 } });
+      // No filter went out (only paging defaults may), and the page shows the same URL it sent.
+      expect(query.split('&').filter((pair) => pair !== '' && !PAGING_DEFAULTS.has(pair))).toEqual([]);
+      const shownUrl = await operation.locator('.request-url pre').first().textContent();
+      expect(new URL(shownUrl?.trim() ?? '').search.replace(/^\?/, '')).toBe(query);
+      // The unfiltered listing: everything seeded.
+      expect(JSON.parse(body ?? '')).toMatchObject({ rows: expect.any(Array), paging: { skip: 0, total: TOTALS[route] } });
     } finally {
       await page.close();
     }

@@ -6,11 +6,12 @@ import { validateRequest } from '../../common/validate-request.js';
 import { MAX_USERNAMES, parseApplicationUsernames } from './application-usernames.js';
 import { FILTER_PARAMETERS, MAX_PRODUCT_ID_LENGTH, parseCustomerFilters, type CustomerFilters } from './customer-filters.js';
 
+// Examples are in the descriptions: the docs page's "Try it out" fills a parameter's `example` (and the
+// first of its `examples`) into the request, and Execute untouched would send a filtered list.
 export class ListCustomersRequest extends PagingRequest {
   @ApiPropertyOptional({
-    description: `Comma-separated, URL-encoded usernames (at most ${MAX_USERNAMES}); when given, skip and limit are ignored`,
+    description: `Comma-separated, URL-encoded usernames (at most ${MAX_USERNAMES}); when given, skip and limit are ignored. Example: \`alice,doe%2C%20john\``,
     type: 'string',
-    example: 'alice,doe%2C%20john',
   })
   @IsOptional()
   @IsString({ each: true })
@@ -20,39 +21,39 @@ export class ListCustomersRequest extends PagingRequest {
     description:
       'Comma-separated, any of: active (access now), grace_period (access only because of a store grace period), ' +
       'billing_retry (no access, the store still retries billing), expired (had access, lost it: lapsed, refunded, revoked), ' +
-      'none (never had a subscription). Evaluated at request time like activeSubscriber; every customer is in exactly one.',
+      'none (never had a subscription). Evaluated at request time like activeSubscriber; every customer is in exactly one. ' +
+      'Example: `active,grace_period`',
     type: 'string',
-    example: 'active,grace_period',
   })
   @IsOptional()
   @IsString({ message: 'status must be given once' })
   status?: string;
 
-  @ApiPropertyOptional({ description: "The current subscription's renewalIntent", type: 'string', enum: ['Renew', 'Lapse'], example: 'Renew' })
+  @ApiPropertyOptional({ description: "The current subscription's renewalIntent. Example: `Renew`", type: 'string', enum: ['Renew', 'Lapse'] })
   @IsOptional()
   @IsString({ message: 'renewalIntent must be given once' })
   renewalIntent?: string;
 
-  @ApiPropertyOptional({ description: `The product of the current subscription (at most ${MAX_PRODUCT_ID_LENGTH} characters)`, type: 'string', example: 'apple:pro_monthly' })
+  @ApiPropertyOptional({ description: `The product of the current subscription (at most ${MAX_PRODUCT_ID_LENGTH} characters). Example: \`apple:pro_monthly\``, type: 'string' })
   @IsOptional()
   @IsString({ message: 'productId must be given once' })
   productId?: string;
 
   @ApiPropertyOptional({
-    description: 'Exclusive upper bound on customerInfo.expirationDate (the access end); customers without one never match',
+    description:
+      'Exclusive upper bound on customerInfo.expirationDate (the access end); customers without one never match. ' +
+      'Example: `2100-01-01T00:00:00Z` (an offset\'s + is sent as %2B: `2100-01-01T02:00:00%2B02:00`)',
     format: 'date-time',
     type: 'string',
-    example: '2100-01-01T00:00:00Z',
   })
   @IsOptional()
   @IsString({ message: 'expiresBefore must be given once' })
   expiresBefore?: string;
 
   @ApiPropertyOptional({
-    description: 'Inclusive lower bound on customerInfo.expirationDate (the access end); customers without one never match',
+    description: 'Inclusive lower bound on customerInfo.expirationDate (the access end); customers without one never match. Example: `2000-01-01T00:00:00Z`',
     format: 'date-time',
     type: 'string',
-    example: '2000-01-01T00:00:00Z',
   })
   @IsOptional()
   @IsString({ message: 'expiresAfter must be given once' })

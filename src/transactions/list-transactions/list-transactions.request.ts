@@ -13,8 +13,10 @@ const toDate = ({ value }: { value: unknown }): unknown =>
 const dateMessage = (name: string) =>
   `${name} must be an ISO 8601 date-time such as 2024-03-01T00:00:00.000Z or 2024-03-01T02:00:00+02:00`;
 
+// Examples are in the descriptions: the docs page's "Try it out" fills a parameter's `example` (and the
+// first of its `examples`) into the request, and Execute untouched would send a filtered list.
 export class ListTransactionsRequest extends PagingRequest {
-  @ApiPropertyOptional({ description: 'Inclusive lower bound on the transaction date', format: 'date-time', type: 'string' })
+  @ApiPropertyOptional({ description: 'Inclusive lower bound on the transaction date. Example: `2024-03-01T00:00:00Z`, or with an offset `2024-03-01T02:00:00%2B02:00` (+ is sent as %2B)', format: 'date-time', type: 'string' })
   @IsOptional()
   @Transform(toDate)
   @IsDate({ message: dateMessage('startdate') })
@@ -30,38 +32,35 @@ export class ListTransactionsRequest extends PagingRequest {
     description:
       `Any transaction id of a chain (at most ${MAX_ID_LENGTH} characters), as the rows show it: an Apple original or renewal transaction ` +
       '(apple:<transactionId>), a Google order (google:GPA.x or its renewal google:GPA.x..N); returns every row of that purchase. ' +
-      'Without a prefix (2000000123456789, GPA.x..N as the stores show them) the apple: and google: ids are looked up too',
+      'Without a prefix (2000000123456789, GPA.x..N as the stores show them) the apple: and google: ids are looked up too. Example: `apple:1000002`',
     type: 'string',
-    example: 'apple:1000002',
   })
   @IsOptional()
   @IsString({ message: 'transactionId must be given once' })
   transactionId?: string;
 
   @ApiPropertyOptional({
-    description: 'Like transactionId: a purchaseId, or any transaction id of the chain; returns every row of that purchase',
+    description: 'Like transactionId: a purchaseId, or any transaction id of the chain; returns every row of that purchase. Example: `apple:1000001`',
     type: 'string',
-    example: 'apple:1000001',
   })
   @IsOptional()
   @IsString({ message: 'purchaseId must be given once' })
   purchaseId?: string;
 
-  @ApiPropertyOptional({ description: "The row's productId", type: 'string', example: 'apple:pro_monthly' })
+  @ApiPropertyOptional({ description: "The row's productId. Example: `apple:pro_monthly`", type: 'string' })
   @IsOptional()
   @IsString({ message: 'productId must be given once' })
   productId?: string;
 
-  @ApiPropertyOptional({ description: "The row's platform (an open string: apple, google, ...)", type: 'string', example: 'apple' })
+  @ApiPropertyOptional({ description: "The row's platform (an open string: apple, google, ...). Example: `apple`", type: 'string' })
   @IsOptional()
   @IsString({ message: 'platform must be given once' })
   platform?: string;
 
   @ApiPropertyOptional({
-    description: 'true: sandbox rows only; false: every row not marked sandbox (rows whose events did not say count as production)',
+    description: 'true: sandbox rows only; false: every row not marked sandbox (rows whose events did not say count as production). Example: `false`',
     type: 'string',
     enum: ['true', 'false'],
-    example: 'false',
   })
   @IsOptional()
   @IsString({ message: 'sandbox must be given once' })
