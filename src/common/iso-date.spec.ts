@@ -1,4 +1,4 @@
-import { parseIsoDateTime } from './iso-date.js';
+import { isoDateTimeProblem, parseIsoDateTime } from './iso-date.js';
 
 describe('parseIsoDateTime', () => {
   it.each([
@@ -28,5 +28,23 @@ describe('parseIsoDateTime, years below 100', () => {
     expect(parseIsoDateTime('0030-01-01')?.toISOString()).toBe('0030-01-01T00:00:00.000Z');
     expect(parseIsoDateTime('0000-06-15T12:00:00Z')?.getUTCFullYear()).toBe(0);
     expect(parseIsoDateTime('0099-12-31T23:59:59.999+01:00')?.toISOString()).toBe('0099-12-31T22:59:59.999Z');
+  });
+});
+
+describe('isoDateTimeProblem', () => {
+  it('says a space before the offset is an unencoded +, and shows %2B', () => {
+    for (const raw of ['2024-03-01T02:00:00 02:00', '2024-03-01T02:00 0200', '2024-03-01 02:00:00.123 02', ' 2024-03-01T02:00:00 02:00 ']) {
+      const message = isoDateTimeProblem('startdate', raw);
+      expect(message).toMatch(/^startdate has a space before its offset/);
+      expect(message).toContain('%2B');
+      expect(message).not.toContain('+02');
+    }
+  });
+
+  it('otherwise gives the format, its offset example encoded', () => {
+    for (const raw of ['yesterday', '2024-02-30', undefined, 42]) {
+      const message = isoDateTimeProblem('expiresBefore', raw);
+      expect(message).toBe('expiresBefore must be an ISO 8601 date-time such as 2024-03-01T00:00:00.000Z or 2024-03-01T02:00:00%2B02:00 (a + must be sent as %2B)');
+    }
   });
 });

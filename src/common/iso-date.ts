@@ -30,3 +30,18 @@ function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
 
+
+/** A date-time whose offset sign is a space: `+02:00` sent unencoded, which a query string reads as ` 02:00`. */
+const PLUS_AS_SPACE = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)? \d{2}(?::?\d{2})?$/;
+
+/**
+ * Why a date-time query parameter was refused. Its examples show an offset's `+` encoded, as it
+ * must be sent: in a query string an unencoded `+` arrives as a space.
+ */
+export function isoDateTimeProblem(name: string, raw?: unknown): string {
+  const example = '2024-03-01T00:00:00.000Z or 2024-03-01T02:00:00%2B02:00';
+  if (typeof raw === 'string' && PLUS_AS_SPACE.test(raw.trim())) {
+    return `${name} has a space before its offset: a + sent unencoded arrives as a space; send it as %2B, such as 2024-03-01T02:00:00%2B02:00`;
+  }
+  return `${name} must be an ISO 8601 date-time such as ${example} (a + must be sent as %2B)`;
+}

@@ -1,5 +1,5 @@
 import { InvalidParameterError } from '../../common/errors.js';
-import { parseIsoDateTime } from '../../common/iso-date.js';
+import { isoDateTimeProblem, parseIsoDateTime } from '../../common/iso-date.js';
 import { CUSTOMER_STATUSES, type CustomerStatus } from '../customer-status.js';
 
 /** The filters of GET /v2/customers beside applicationUsername (docs/api.md, "Customer filters"). */
@@ -26,7 +26,7 @@ const date = (name: string, value: unknown): Date | undefined => {
   const raw = once(name, value);
   if (raw === undefined) return undefined;
   const parsed = parseIsoDateTime(raw);
-  if (parsed === undefined) throw new InvalidParameterError(name, `${name} must be an ISO 8601 date-time such as 2024-03-01T00:00:00.000Z or 2024-03-01T02:00:00+02:00`);
+  if (parsed === undefined) throw new InvalidParameterError(name, isoDateTimeProblem(name, raw));
   return parsed;
 };
 

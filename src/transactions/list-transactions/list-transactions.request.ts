@@ -1,17 +1,16 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsDate, IsOptional, IsString } from 'class-validator';
+import { IsDate, IsOptional, IsString, type ValidationArguments } from 'class-validator';
 import { feedCursor } from '../../change-feed/feed-request.js';
 import { InvalidParameterError } from '../../common/errors.js';
-import { parseIsoDateTime } from '../../common/iso-date.js';
+import { isoDateTimeProblem, parseIsoDateTime } from '../../common/iso-date.js';
 import { CHANGED_AFTER_DOC, PagingRequest, plainPaging } from '../../common/paging.js';
 import { validateRequest } from '../../common/validate-request.js';
 import { MAX_ID_LENGTH, parseTransactionFilters, TRANSACTION_FILTER_PARAMETERS, type TransactionFilters } from './transaction-filters.js';
 
-const toDate = ({ value }: { value: unknown }): unknown =>
-  typeof value === 'string' ? (parseIsoDateTime(value) ?? new Date(NaN)) : value;
-const dateMessage = (name: string) =>
-  `${name} must be an ISO 8601 date-time such as 2024-03-01T00:00:00.000Z or 2024-03-01T02:00:00+02:00`;
+// An unparseable date stays the string sent (not a Date), so @IsDate refuses it and its message can read it.
+const toDate = ({ value }: { value: unknown }): unknown => (typeof value === 'string' ? (parseIsoDateTime(value) ?? value) : value);
+const dateMessage = (name: string) => (args: ValidationArguments) => isoDateTimeProblem(name, args.value);
 
 // Examples are in the descriptions: the docs page's "Try it out" fills a parameter's `example` (and the
 // first of its `examples`) into the request, and Execute untouched would send a filtered list.
