@@ -10,6 +10,7 @@ import { AppModule, type AppModuleOptions } from './app.module.js';
 import { ErrorCode } from './common/errors.js';
 import { PinoNestLogger } from './common/logger.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-http.js';
+import { frameworkProblem, PathParameters } from './common/framework-errors.js';
 import type { Metrics } from './metrics/metrics.js';
 import { METRICS } from './metrics/metrics.module.js';
 import { buildOpenApiDocument } from './common/openapi-document.js';
@@ -18,6 +19,8 @@ import fastifyCompress from '@fastify/compress';
 import { constants as zlibConstants } from 'node:zlib';
 
 export const MAX_HEADER_BYTES = 256 * 1024;
+/** The longest path parameter the router passes on, in decoded characters: well over a username's 512 UTF-8 bytes. */
+const MAX_PARAM_LENGTH = 3 * 512;
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 /** Probes and scrapes come every few seconds: their request logs are debug, not info. */
 const QUIET_ROUTES = /^\/(health\/|metrics$)/;
@@ -70,6 +73,8 @@ function answerClientError(error: Error & { code?: string }, socket: Socket): vo
 /** Builds the HTTP application; main.ts listens on it and the e2e tests drive it on an ephemeral port. */
 export async function createHttpApp(options: AppModuleOptions & { pino: Logger }): Promise<NestFastifyApplication> {
   const deadlines = requestDeadlines(options.config.requestTimeoutMs);
+  // Filled as routes are registered; read only when the router refuses a request.
+  const pathParameters = new PathParameters();
   const adapter = new FastifyAdapter({
     // No Nest middleware is configured here: without @fastify/middie no request runs its onRequest hook
     // for nothing (bench/notes.md, issue 25). Nest refuses to start if middleware is ever added.
@@ -85,21 +90,28 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
     // Time to receive a whole request, headers and body; database time is bounded by STATEMENT_TIMEOUT_MS (then 503).
     http: { maxHeaderSize: MAX_HEADER_BYTES, ...deadlines },
     // A path parameter may be a whole username (DELETE /v2/customers/{applicationUsername}): up to
-    // 512 UTF-8 bytes, 1536 characters percent-encoded (the router's default, 100, answered 414).
+    // 512 UTF-8 bytes (the router's default, 100 characters, refused most). Longer ones up to
+    // MAX_PARAM_LENGTH reach the route's own check; beyond it frameworkErrors answers the same 400.
     // (routerOptions: Fastify 5 deprecates router settings at the top level, FSTDEP022, printed at every start)
-    routerOptions: { maxParamLength: 3 * 512 },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     requestTimeout: deadlines.requestTimeout,
     clientErrorHandler: answerClientError,
-    // The router refuses a malformed URL (400) or an over-long parameter (414) before any hook runs,
-    // onSend included: such answers get the headers every answer carries here.
+    // The router refuses a malformed URL or an over-long parameter before any hook runs, onSend
+    // included, and would answer its own JSON (414 FST_ERR_MAX_PARAM_LENGTH, 400 FST_ERR_BAD_URL with
+    // its message): such answers are problems like every other, naming the parameter at fault, with
+    // the headers every answer carries here.
     frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
-      void reply.headers({ ...ANSWER_HEADERS, 'x-request-id': request.id });
-      void reply.send(error);
+      const body = frameworkProblem(error, { method: request.raw.method ?? 'GET', url: request.raw.url ?? '/' }, pathParameters, MAX_PARAM_LENGTH);
+      void reply
+        .status(body.status)
+        .headers({ ...ANSWER_HEADERS, 'x-request-id': request.id, 'content-type': PROBLEM_CONTENT_TYPE })
+        .send(JSON.stringify(body));
     },
   });
   // A route's logLevel is a floor: probes and scrapes log their request lines only at debug or trace.
   const verbose = options.config.logLevel === 'debug' || options.config.logLevel === 'trace';
   adapter.getInstance().addHook('onRoute', (route) => {
+    pathParameters.add(route.method, route.url);
     if (!verbose && QUIET_ROUTES.test(route.url)) route.logLevel = 'warn';
     applyNotificationRouteOptions(route, options.config);
   });

@@ -72,6 +72,53 @@ describe('HTTP input (e2e, real PostgreSQL)', () => {
     expectProblem(r, 431);
   });
 
+  // The router refuses these before any route runs; its own answers were raw JSON (414
+  // FST_ERR_MAX_PARAM_LENGTH, 400 FST_ERR_BAD_URL with its message).
+  it.each([
+    ['over the router limit', 'x'.repeat(2000)],
+    ['over 512 bytes, within the router limit', 'x'.repeat(600)],
+    ['invalid UTF-8', 'a%C3%28'],
+    ['a lone surrogate', 'a%ED%A0%80'],
+    ['a stray percent sign', 'a%zz'],
+  ])('DELETE /v2/customers/{applicationUsername} %s: 400 invalid_parameter naming it, as problem+json', async (_, name) => {
+    const eraser = api.token('app-1', ['customers:erase']);
+    const res = await fetch(`${api.baseUrl}/v2/customers/${name}`, { method: 'DELETE', headers: { authorization: `Bearer ${eraser}`, 'x-request-id': 'path-fault-1' } });
+    const text = await res.text();
+    expectProblem({ status: res.status, type: res.headers.get('content-type') ?? '', text }, 400, 'invalid_parameter');
+    const body = JSON.parse(text);
+    expect(body.parameter).toBe('applicationUsername');
+    expect(body.detail).toContain('512 UTF-8 bytes');
+    expect(text).not.toContain('FST_');
+    expect(text).not.toContain('valid url component');
+    expect(res.headers.get('x-request-id')).toBe('path-fault-1');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it.each([
+    ['/v2/transactions?limit=1&limit=2', 'limit', 'limit must be given once; it is given twice'],
+    ['/v2/customers?skip=0&skip=0&skip=0', 'skip', 'skip must be given once; it is given 3 times'],
+    ['/v2/customers?status=active&status=expired', 'status', 'status must be given once; it is given twice'],
+  ])('%s: says the parameter is repeated', async (path, parameter, detail) => {
+    const r = await raw(path);
+    expectProblem(r, 400, 'invalid_parameter');
+    expect(JSON.parse(r.text)).toMatchObject({ parameter, detail });
+  });
+
+  it.each([
+    ['/v2/transactions?startdate=2024-03-01T02:00:00+02:00', 'startdate'],
+    ['/v2/customers?expiresAfter=2024-03-01T02:00:00+02:00', 'expiresAfter'],
+  ])('%s: an unencoded + gets a hint showing %%2B', async (path, parameter) => {
+    const r = await raw(path);
+    expectProblem(r, 400, 'invalid_parameter');
+    const body = JSON.parse(r.text);
+    expect(body.parameter).toBe(parameter);
+    expect(body.detail).toContain('2024-03-01T02:00:00%2B02:00');
+    expect(body.detail).not.toContain('+02:00');
+    // and sent encoded, the same date is taken
+    expect((await raw(path.replace('+', '%2B'))).status).toBe(200);
+  });
+
   it('refuses tokens without exp, and tokens whose app claim holds a NUL', async () => {
     const noExp = jwt.sign({ app: 'app-1', scope: 'customers:read transactions:read' }, TEST_SECRET, { algorithm: 'HS256' });
     const r1 = await raw('/v2/customers', { authorization: `Bearer ${noExp}` });
