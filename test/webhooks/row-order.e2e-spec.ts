@@ -1,14 +1,19 @@
 import { jest } from '@jest/globals';
 import fc from 'fast-check';
+import pg from 'pg';
+import type { DataSource, EntityManager } from 'typeorm';
 import { startTestApp, type TestApp } from '../utils/app.js';
-import { feedSettled, listAll, type Row } from '../utils/change-feed.js';
+import { listAll, type Row } from '../utils/change-feed.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
+import { readsFromStandbys } from '../utils/replicas.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
 import { startReceiver, type Received } from '../utils/webhook-receiver.js';
 import type { WebhookSettings } from '../../src/config/app-config.js';
 import { queueChanges } from '../../src/webhooks/queue-changes.js';
 import { WebhookSender } from '../../src/webhooks/send-deliveries.js';
 import { addEndpoint, removeEndpoint } from '../../src/webhooks/webhook-endpoints.js';
+import { webhooksSql } from '../../src/webhooks/webhooks.sql.js';
+import { decodeCursor } from '../../src/change-feed/change-cursor.js';
 
 jest.setTimeout(180_000);
 
@@ -24,6 +29,46 @@ type Step =
   | { kind: 'refund'; receipt: number; pick: number }
   | { kind: 'deliver'; rounds: number }
   | { kind: 'down'; requests: number };
+
+/**
+ * A transaction of another database on the same server, holding a transaction id. While it runs, the
+ * change feed's high-water mark passes it (it cannot write here); once it has ended, a snapshot that
+ * still counts it as running can no longer tell its database and holds the mark below it
+ * (src/change-feed/change-positions.sql.ts). So a feed read can have a lower mark than one before it.
+ */
+async function transactionElsewhere(): Promise<{ end(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: readsFromStandbys ? process.env.TEST_REPLICA_PRIMARY_URL : process.env.TEST_ADMIN_DATABASE_URL });
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('SELECT pg_current_xact_id()');
+  let ended: Promise<void> | undefined;
+  return { end: () => (ended ??= client.query('COMMIT').then(() => client.end())) };
+}
+
+/** `db` for queueChanges, running `afterSnapshot` in each queueing transaction once its first statement took the snapshot. */
+function endingAfterSnapshot(db: DataSource, afterSnapshot: () => Promise<unknown>): DataSource {
+  const bound = (target: object, key: string | symbol): unknown => {
+    const value = Reflect.get(target, key) as unknown;
+    return typeof value === 'function' ? value.bind(target) : value;
+  };
+  const manager = (m: EntityManager) =>
+    new Proxy(m, {
+      get: (target, key) =>
+        key === 'query'
+          ? async (sql: string, params?: unknown[]) => {
+              const result: unknown = await target.query(sql, params);
+              if (sql === webhooksSql.tryQueueLock) await afterSnapshot();
+              return result;
+            }
+          : bound(target, key),
+    });
+  return new Proxy(db, {
+    get: (target, key) =>
+      key === 'transaction'
+        ? (isolation: 'REPEATABLE READ', work: (m: EntityManager) => Promise<unknown>) => target.transaction(isolation, (m) => work(manager(m)))
+        : bound(target, key),
+  });
+}
 
 const RUNS = Number(process.env.WEBHOOK_ORDER_RUNS ?? 20 * Number(process.env.ABUSE_SCALE ?? 1));
 
@@ -63,15 +108,49 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
     await api?.close();
     await db?.drop();
   });
+  /** Transactions of transactionElsewhere still open (a play that failed half-way). */
+  const openElsewhere: { end(): Promise<void> }[] = [];
+  afterEach(async () => {
+    await Promise.all(openElsewhere.splice(0).map((t) => t.end()));
+  });
 
-  /** Plays a history for a fresh application and endpoint, then drains; returns the receiver's copy and the listings. */
-  async function play(steps: Step[]) {
+  /**
+   * Whether the endpoint's cursors have passed the application's last change in both tables, which a
+   * queueing round moves in the transaction that queues the rows it passes. The history is over when
+   * this is asked, so then every change was queued. Asked of the cursors, not of the feed's high-water
+   * mark: a mark read before a round can be above the round's own (transactionElsewhere).
+   */
+  async function queuedEverything(endpointId: string, app: string): Promise<boolean> {
+    const [endpoint] = (await db.dataSource.query(`SELECT customers_cursor, transactions_cursor FROM public.webhook_endpoints WHERE id = $1::bigint`, [endpointId])) as {
+      customers_cursor: string;
+      transactions_cursor: string;
+    }[];
+    const customers = decodeCursor(endpoint.customers_cursor);
+    const transactions = decodeCursor(endpoint.transactions_cursor);
+    const [{ queued }] = (await db.dataSource.query(
+      `SELECT NOT EXISTS (SELECT 1 FROM read_model.customers WHERE app_id = $1 AND (change_position, application_username) > ($2::bigint, $3::text))
+          AND NOT EXISTS (SELECT 1 FROM public.feed_deletions WHERE app_id = $1 AND feed_table = 'customers' AND (change_position, row_key) > ($2::bigint, $3::text))
+          AND NOT EXISTS (SELECT 1 FROM read_model.transactions WHERE app_id = $1 AND (change_position, transaction_id) > ($4::bigint, $5::text))
+          AND NOT EXISTS (SELECT 1 FROM public.feed_deletions WHERE app_id = $1 AND feed_table = 'transactions' AND (change_position, row_key) > ($4::bigint, $5::text)) AS queued`,
+      [app, customers.position, customers.key, transactions.position, transactions.key],
+    )) as { queued: boolean }[];
+    return queued;
+  }
+
+  /**
+   * Plays a history for a fresh application and endpoint, then drains; returns the receiver's copy and
+   * the listings. `elsewhere`: `count` transactions of another database on the same server take an id
+   * before step `beforeStep`, and each queueing round of the drain ends one just after taking its
+   * snapshot (what test files running beside this one can do at random, here on purpose).
+   */
+  async function play(steps: Step[], elsewhere?: { beforeStep: number; count: number }) {
     const app = `order-${appSeq++}`;
     const { id, secret } = await addEndpoint(db.dataSource, settings, { appId: app, url: hook.url });
     run = { secret, failNext: 0, seen: new Set(), customers: new Map(), transactions: new Map(), forged: 0 };
     const sender = new WebhookSender(db.dataSource, settings);
+    let queueingDb = db.dataSource;
     const round = async () => {
-      await queueChanges(db.dataSource, () => new Date());
+      await queueChanges(queueingDb, () => new Date());
       const claimed = await sender.sendDue();
       await sender.idle();
       return claimed;
@@ -81,7 +160,8 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
     const time = () => new Date(Date.UTC(2025, 0, 1, 0, ++minute)).toISOString();
     const user = (n: number) => `${app}-u${n}`;
     const receiptId = (n: number) => `apple:${app}-r${n}`;
-    for (const step of steps) {
+    for (const [index, step] of steps.entries()) {
+      if (elsewhere?.beforeStep === index) for (let n = 0; n < elsewhere.count; n++) openElsewhere.push(await transactionElsewhere());
       switch (step.kind) {
         case 'buy': {
           const renewals = receipts[step.receipt];
@@ -121,14 +201,16 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
       }
     }
     run.failNext = 0;
+    if (elsewhere) queueingDb = endingAfterSnapshot(db.dataSource, async () => openElsewhere.shift()?.end());
     const deadline = Date.now() + 20_000;
+    let roundsBehind = 0;
     for (;;) {
-      // Settled before the round: its queueing saw every change, so nothing pending means all was sent.
-      const settled = await feedSettled(db.dataSource, app);
       const claimed = await round();
+      const queued = await queuedEverything(id, app);
+      if (!queued) roundsBehind++;
       const [{ pending }] = await db.dataSource.query(`SELECT count(*)::int AS pending FROM public.webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, [id]);
-      if (pending === 0 && settled) break;
-      if (Date.now() > deadline) throw new Error(`${pending} deliveries still pending (feed settled: ${settled}) after 20 s`);
+      if (pending === 0 && queued) break;
+      if (Date.now() > deadline) throw new Error(`${pending} deliveries still pending (every change queued: ${queued}) after 20 s`);
       if (claimed === 0) await new Promise((r) => setTimeout(r, 5));
     }
     await sender.close();
@@ -136,6 +218,7 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
     const token = api.token(app);
     const plain = (rows: Map<string, Row>) => Object.fromEntries([...rows].sort(([a], [b]) => (a < b ? -1 : 1)));
     return {
+      roundsBehind,
       received: { customers: plain(run.customers), transactions: plain(run.transactions), forged: run.forged },
       listed: { customers: plain(await listAll(api, token, 'customers')), transactions: plain(await listAll(api, token, 'transactions')), forged: 0 },
     };
@@ -155,6 +238,35 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
     expect(Object.values(listed.transactions)[0]).toMatchObject({ revocationDate: expect.any(String) });
   });
 
+  /** fast-check seed -1977669365, path "1": failed once on CI against PostgreSQL 15 and passed on reruns (issue 39). */
+  const SEED_1977669365: Step[] = [
+    { kind: 'link', receipt: 1, user: 2 },
+    { kind: 'link', receipt: 1, user: 0 },
+    { kind: 'link', receipt: 0, user: 0 },
+    { kind: 'deliver', rounds: 4 },
+    { kind: 'buy', receipt: 1, owner: 2 },
+    { kind: 'link', receipt: 0, user: 2 },
+    { kind: 'refund', receipt: 1, pick: 1 },
+    { kind: 'buy', receipt: 0, owner: 1 },
+  ];
+
+  it('seed -1977669365: receipts moving between three customers, a refund, then a purchase moving one again', async () => {
+    const { received, listed } = await play(SEED_1977669365);
+    expect(received).toEqual(listed);
+    expect(Object.keys(listed.customers)).toContain(`order-${appSeq - 1}-u1`);
+  });
+
+  it('seed -1977669365 with the feed mark held back in each drain round: the drain ends only once every change was queued', async () => {
+    // What the CI failure needed: transactions of other test files' databases, older than the last
+    // purchase, ending while a queueing round took its snapshot. That round's mark stays below the
+    // purchase, although a look at the mark just before the round found every change below it.
+    // Eight: more drain rounds than sending what was queued before the purchase takes (a customer's
+    // deliveries go one per round), so the round that finds nothing pending is one of them.
+    const { received, listed, roundsBehind } = await play(SEED_1977669365, { beforeStep: SEED_1977669365.length - 1, count: 8 });
+    expect(roundsBehind).toBeGreaterThan(0); // the mark was held back: some round did not reach the purchase
+    expect(received).toEqual(listed);
+  });
+
   it('on generated histories (moves between owners, refunds, renewals, outages) the receiver ends equal to both listings', async () => {
     // Few receipts and users, so that moves, refunds and outages meet the same rows often.
     const step: fc.Arbitrary<Step> = fc.oneof(
@@ -169,7 +281,12 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
         const { received, listed } = await play(steps);
         expect(received).toEqual(listed);
       }),
-      { numRuns: RUNS, seed: process.env.WEBHOOK_ORDER_SEED ? Number(process.env.WEBHOOK_ORDER_SEED) : undefined },
+      // WEBHOOK_ORDER_SEED with WEBHOOK_ORDER_PATH replays one reported failure (fast-check prints both).
+      {
+        numRuns: process.env.WEBHOOK_ORDER_PATH ? 1 : RUNS,
+        seed: process.env.WEBHOOK_ORDER_SEED ? Number(process.env.WEBHOOK_ORDER_SEED) : undefined,
+        path: process.env.WEBHOOK_ORDER_PATH,
+      },
     );
   });
 });
