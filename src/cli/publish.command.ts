@@ -53,8 +53,6 @@ export class PublishCommand extends CommandRunner {
     const fromStdin = file === '-';
     const size = fromStdin ? undefined : inputSize(file);
     const input = fromStdin ? process.stdin : createReadStream(file);
-    // Events sent, their rate, and (for a file) the share read and an ETA; plain lines on a pipe.
-    const progress = createProgress({ label: 'publish', unit: 'events' });
 
     let sink: EventSink | undefined;
     let bytes = 0;
@@ -69,7 +67,7 @@ export class PublishCommand extends CommandRunner {
     let pendingBytes = 0;
     const refuse = (line: number, code: string, reason: string) => {
       refused++;
-      progress.stop();
+      progress.clear();
       process.stderr.write(`line ${line}: refused (${code}): ${reason}\n`);
     };
     const tooLarge = (line: number, bytes: number) =>
@@ -113,6 +111,8 @@ export class PublishCommand extends CommandRunner {
     };
     // Opened first: a log that cannot be reached is one clear error, not a refusal per line.
     sink = await openEventSink(this.config);
+    // Events sent, their rate, and (for a file) the share read and an ETA; plain lines on a pipe.
+    const progress = createProgress({ label: 'publish', unit: 'events' });
     try {
       for await (const { number: lineNo, bytes: lineBytes, value } of readLines(input, maxMessage)) {
         bytes += lineBytes + 1;

@@ -49,4 +49,23 @@ describe('CLI progress', () => {
     expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z publish: 250 events, 25%, - events\/s, ETA \d+ s, 1 refused\n$/);
     expect(lines[1]).toMatch(/ publish: 300 events, - events\/s, ETA -\n$/);
   });
+
+  // docs/import.md promises a line every 5 s on a pipe; lines were written only on an update, so
+  // an import waiting 48 s for the store's first page said nothing at all.
+  it('writes a plain line every everyMs while nothing updates it, with the last count, until stopped', async () => {
+    const lines: string[] = [];
+    const until = async (done: () => boolean) => {
+      for (const started = Date.now(); !done(); await new Promise((r) => setTimeout(r, 10))) if (Date.now() - started > 5_000) throw new Error(`no such line in ${JSON.stringify(lines)}`);
+    };
+    const progress = createProgress({ label: 'import', unit: 'lines', tty: false, everyMs: 100, write: (l) => lines.push(l) });
+    await until(() => lines.length >= 2);
+    expect(lines[0]).toMatch(/ import: 0 lines, - lines\/s, ETA -\n$/);
+    progress.update({ done: 7, detail: '0 failed' });
+    progress.clear(); // a message line between: plain lines go on
+    await until(() => lines.some((l) => / import: 7 lines, - lines\/s, ETA -, 0 failed\n$/.test(l)));
+    progress.stop();
+    const stopped = lines.length;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(lines).toHaveLength(stopped);
+  });
 });

@@ -41,11 +41,20 @@ export type ProgressUpdate = {
   detail?: string;
 };
 
-export type Progress = { update(u: ProgressUpdate): void; stop(): void };
+export type Progress = {
+  update(u: ProgressUpdate): void;
+  /** Takes the bar off the terminal so that a message line can be written; the next update shows it again. Plain lines go on. */
+  clear(): void;
+  /** The end: the bar is taken off and plain lines stop (an update starts them again). */
+  stop(): void;
+};
 
 /**
  * Count, rate and ETA: a bar on a terminal, a plain line every `everyMs` otherwise (pipes, files,
- * CI logs), so progress is readable wherever stderr goes.
+ * CI logs), so progress is readable wherever stderr goes. The plain lines are timed, not driven by
+ * updates: while the work waits (the first page of a store's listing, slow answers) a line every
+ * `everyMs` still says it is alive, with the last count and a falling rate. `everyMs: 0` writes a
+ * line on every update instead.
  */
 export function createProgress(o: { label: string; unit: string; tty?: boolean; everyMs?: number; write?: (line: string) => void; stream?: NodeJS.WritableStream }): Progress {
   const tty = o.tty ?? process.stderr.isTTY === true;
@@ -66,6 +75,10 @@ export function createProgress(o: { label: string; unit: string; tty?: boolean; 
       hideCursor: true,
     });
     let running = false;
+    const stop = () => {
+      if (running) bar.stop();
+      running = false;
+    };
     return {
       update(u) {
         const payload = { pct: u.fraction === undefined ? '-' : `${Math.floor(u.fraction * 100)}%`, count: u.done, speed: formatRate(rate.update(u.done)), remaining: formatEta(eta(u)), detail: u.detail ?? '' };
@@ -73,22 +86,39 @@ export function createProgress(o: { label: string; unit: string; tty?: boolean; 
         running = true;
         bar.update(Math.round((u.fraction ?? 0) * 1000), payload);
       },
-      stop: () => {
-        if (running) bar.stop();
-        running = false;
-      },
+      clear: stop,
+      stop,
     };
   }
   const everyMs = o.everyMs ?? 5_000;
-  let last = started;
+  let latest: ProgressUpdate = { done: 0 };
+  let timer: NodeJS.Timeout | undefined;
+  const line = () => {
+    const u = latest;
+    const pct = u.fraction === undefined ? '' : `, ${Math.floor(u.fraction * 100)}%`;
+    write(`${new Date().toISOString()} ${o.label}: ${u.done} ${o.unit}${pct}, ${formatRate(rate.update(u.done))} ${o.unit}/s, ETA ${formatEta(eta(u))}${u.detail ? `, ${u.detail}` : ''}\n`);
+  };
+  // Unref'd: a line is no reason to keep the process alive.
+  const tick = () => {
+    timer = setTimeout(() => {
+      line();
+      tick();
+    }, everyMs).unref();
+  };
+  if (everyMs > 0) tick();
   return {
     update(u) {
-      const r = rate.update(u.done);
-      if (Date.now() - last < everyMs) return;
-      last = Date.now();
-      const pct = u.fraction === undefined ? '' : `, ${Math.floor(u.fraction * 100)}%`;
-      write(`${new Date().toISOString()} ${o.label}: ${u.done} ${o.unit}${pct}, ${formatRate(r)} ${o.unit}/s, ETA ${formatEta(eta(u))}${u.detail ? `, ${u.detail}` : ''}\n`);
+      latest = u;
+      if (everyMs <= 0) line();
+      else {
+        rate.update(u.done);
+        if (timer === undefined) tick();
+      }
     },
-    stop: () => undefined,
+    clear: () => undefined,
+    stop: () => {
+      clearTimeout(timer);
+      timer = undefined;
+    },
   };
 }
