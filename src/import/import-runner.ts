@@ -22,12 +22,20 @@ export const skip = (reason: string): LineResult => ({ skip: reason });
 /** One line of the source: its number from 1, its bytes, and its text unless it is over the bound. */
 export type SourceLine = { line: number; bytes: number; text?: string };
 
+/**
+ * A place in the source where every line before it must be done (published and recorded, or
+ * skipped) before the source is read on: a paged source saves its position there (the end of a
+ * page of Apple's notification history), so what a SIGKILL interrupts is only the page after it.
+ */
+export type SourceBarrier = { barrier: true };
+export const BARRIER: SourceBarrier = Object.freeze({ barrier: true });
+
 export type ImportOptions<T> = {
   /** Application the events are for (the events' appid). */
   appId: string;
   /** What is imported, as the journal files it: 'apple-transactions', 'google-purchases', 'apple-notifications'. */
   kind: string;
-  lines: AsyncIterable<SourceLine>;
+  lines: AsyncIterable<SourceLine | SourceBarrier>;
   /** Share of the source read (0..1), for the progress bar and ETA. */
   fraction?: () => number | undefined;
   /** Text of a line to what fetchEvents takes; throws LineError naming what is wrong. Blank lines never reach it. */
@@ -95,12 +103,12 @@ export async function runImport<T>(o: ImportOptions<T>): Promise<ImportSummary> 
   const gate = new RetryGate();
   const fail = (line: number, reason: string) => {
     summary.failed.push({ line, reason });
-    o.progress?.stop();
+    o.progress?.clear();
     o.log(`line ${line}: failed: ${reason}\n`);
   };
   const skipLine = (line: number, reason: string) => {
     summary.skipped.push({ line, reason });
-    o.progress?.stop();
+    o.progress?.clear();
     o.log(`line ${line}: skipped: ${reason}\n`);
   };
 
@@ -162,9 +170,14 @@ export async function runImport<T>(o: ImportOptions<T>): Promise<ImportSummary> 
       fail(item.line, (error as Error).message);
     }
   };
+  const showProgress = () =>
+    o.progress?.update({ done: summary.imported + summary.unchanged + summary.skipped.length + summary.failed.length, fraction: o.fraction?.(), detail: `${summary.failed.length} failed` });
   const start = async (item: { line: number; key: string; value: T }) => {
     while (inFlight.size >= o.concurrency) await Promise.race(inFlight);
-    const p = work(item).finally(() => inFlight.delete(p));
+    const p = work(item).finally(() => {
+      inFlight.delete(p);
+      showProgress();
+    });
     inFlight.add(p);
   };
 
@@ -181,12 +194,19 @@ export async function runImport<T>(o: ImportOptions<T>): Promise<ImportSummary> 
         continue;
       }
       await start(item);
-      o.progress?.update({ done: summary.imported + summary.unchanged + summary.skipped.length + summary.failed.length, fraction: o.fraction?.(), detail: `${summary.failed.length} failed` });
+      showProgress();
     }
   };
   try {
     for await (const source of o.lines) {
       if (stopped()) break;
+      if ('barrier' in source) {
+        // Everything read so far started, finished, published and recorded before the source goes on.
+        await runChunk();
+        await Promise.all(inFlight);
+        await flush();
+        continue;
+      }
       if (source.text === undefined) {
         fail(source.line, `${source.bytes} bytes: longer than a line of this import may be`);
         continue;

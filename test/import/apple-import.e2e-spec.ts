@@ -167,6 +167,10 @@ describe('import apple (e2e: built CLI, loopback App Store mock, real PostgreSQL
     const noFile = await runCli(['import', 'apple', '--app', 'app-1', '--file', '/nonexistent.csv'], env);
     expect(noFile).toMatchObject({ code: 2 });
     expect(noFile.stderr).toContain('--file /nonexistent.csv is not a readable file');
+    // A directory is named as one, with what the option takes (it said only "not a readable file").
+    const dir = path.dirname(file);
+    const directory = await runCli(['import', 'apple', '--app', 'app-1', '--file', dir], env);
+    expect({ code: directory.code, stderr: directory.stderr }).toEqual({ code: 2, stderr: `error: import apple: --file ${dir} is not a readable file: it is a directory (expected a CSV file of transactionId[,applicationUsername] lines)\n` });
     const badKey = await runCli(['import', 'apple', '--app', 'app-1', '--file', file], { ...env, APPLE_API_KEYS: `app-1:57246542-96fe-1a63-e053-0824d011072a:TEST123:${writeTempFile('bad.p8', 'not a key')}` });
     expect(badKey.code).toBe(78);
     expect(badKey.stderr).toContain('APPLE_API_KEYS');

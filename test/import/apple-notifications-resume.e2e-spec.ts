@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createAppleTestCa } from '../../src/store-notifications/apple/apple-test-ca.js';
+import { createAppleTestCa, type AppleTestCa } from '../../src/store-notifications/apple/apple-test-ca.js';
 import { startAppleStoreMock, type AppleStoreMock } from '../utils/apple-store-mock.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
@@ -22,13 +22,14 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const N = 1000; // 50 pages of 20
 const PAGE = 20;
 
+let ca: AppleTestCa;
 let mock: AppleStoreMock;
 let db: TestDatabase;
 let api: TestApp;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  const ca = await createAppleTestCa();
+  ca = await createAppleTestCa();
   mock = await startAppleStoreMock({ ca, bundleId: BUNDLE });
   db = await createTestDatabase('applenotifresume');
   const rootFile = writeTempFile('apple-root.pem', new X509Certificate(ca.root).toString());
@@ -80,4 +81,67 @@ it('resumes Get Notification History from the last checkpoint after SIGKILL: few
   await embeddedLogCaughtUp(db.dataSource);
   const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'app-1'`);
   expect(n).toBe(N);
+});
+
+// Lines were collected 256 at a time before any was published or recorded, so a window of fewer
+// notifications saved no token at all and the run after a SIGKILL asked every page again. Each
+// page's notifications are now published and recorded before the next page is asked for, and
+// that page's paginationToken saved: killed while the 5th of 5 pages (33 notifications, 7 a page)
+// is on its way, the next run asks for that page alone.
+it('after a SIGKILL during the 5th of 5 pages, the next run asks for the 5th page only; each notification published once', async () => {
+  const bundle = 'com.example.resume5';
+  const small = await startAppleStoreMock({ ca, bundleId: bundle, notificationPageSize: 7 });
+  try {
+    const TOTAL = 33;
+    const first = Date.now() - 5 * DAY;
+    for (let i = 0; i < TOTAL; i++) {
+      const id = String(6_000_000 + i);
+      const signedDate = first + i * 60_000;
+      const transaction = { transactionId: id, originalTransactionId: id, productId: 'pro_monthly', purchaseDate: signedDate - 1000, originalPurchaseDate: signedDate - 1000, expiresDate: signedDate + 30 * DAY, type: 'Auto-Renewable Subscription', quantity: 1, inAppOwnershipType: 'PURCHASED', price: 4990, currency: 'USD' };
+      small.addNotification({ notificationType: 'SUBSCRIBED', subtype: 'INITIAL_BUY', notificationUUID: `00000000-0000-4000-9000-${String(i).padStart(12, '0')}`, signedDate, transaction, renewal: { originalTransactionId: id, productId: 'pro_monthly', autoRenewStatus: 1 } });
+    }
+    const cliEnv = {
+      DATABASE_URL: db.url,
+      APPLE_ROOT_CERTIFICATES: env.APPLE_ROOT_CERTIFICATES,
+      APPLE_APPS: `app-5:${bundle}:Sandbox`,
+      APPLE_API_KEYS: `app-5:57246542-96fe-1a63-e053-0824d011072a:TEST5:${writeTempFile('SubscriptionKey_TEST5.p8', small.privateKeyPem)}`,
+      APPLE_API_BASE_URL: small.base,
+    };
+    // --until: the same window (and checkpoint) for both runs, and no request for a later rest of it.
+    const args = ['import', 'apple-notifications', '--app', 'app-5', '--since', new Date(first - DAY).toISOString(), '--until', new Date(first + DAY).toISOString()];
+    // The events the window stands for, as a dry run prints them.
+    const dry = await runCli([...args, '--dry-run'], cliEnv);
+    expect(dry.code).toBe(0);
+    const ids = dry.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(small.notificationTokens).toEqual([null, '7', '14', '21', '28']);
+    small.notificationTokens.length = 0;
+
+    // The 5th page hangs until the run is killed.
+    small.slowDown(600_000, (r) => r.paginationToken === '28');
+    const child = spawn(process.execPath, [path.join(root, 'dist/cli.js'), ...args], { env: serviceEnv(cliEnv), cwd: root, stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    await expectEventually(async () => expect(small.notificationTokens).toContain('28'), 60_000, 10);
+    child.kill('SIGKILL');
+    await exited;
+    small.slowDown(0);
+    const saved = (await db.dataSource.query(`SELECT checkpoint FROM public.import_checkpoint WHERE app_id = 'app-5' AND kind = 'apple-notifications'`)) as { checkpoint: string }[];
+    expect(saved.map((r) => JSON.parse(r.checkpoint) as { line: number; paginationToken: string })).toEqual([expect.objectContaining({ line: 28, paginationToken: '28' })]);
+    const journaled = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.import_journal WHERE app_id = 'app-5' AND kind = 'apple-notifications'`))[0].n);
+    expect(await journaled()).toBe(28);
+
+    small.notificationTokens.length = 0;
+    const second = await runCli(args, cliEnv);
+    expect(second.code).toBe(0);
+    expect(small.notificationTokens).toEqual(['28']);
+    expect(second.stderr).toMatch(/imported 5 line\(s\) \(\d+ event\(s\)\), unchanged 0 .*skipped 0, failed 0/);
+    expect(await journaled()).toBe(TOTAL);
+    const logged = (await db.dataSource.query(`SELECT convert_from(value, 'UTF8')::json->>'id' AS id FROM public.event_log WHERE convert_from(value, 'UTF8')::json->>'appid' = 'app-5'`)) as { id: string }[];
+    expect(logged.map((r) => r.id).sort()).toEqual([...ids].sort());
+    await embeddedLogCaughtUp(db.dataSource);
+    const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'app-5'`);
+    expect(n).toBe(TOTAL);
+  } finally {
+    await small.close();
+  }
 });

@@ -178,6 +178,10 @@ describe('import google / google-voided (e2e: CLI processes, real PostgreSQL, em
     expect(noFile).toMatchObject({ code: 2, stderr: expect.stringMatching(/needs --file/) });
     const missing = await runCli(['import', 'google', '--app', 'app-g', '--file', '/nonexistent/tokens.csv'], env);
     expect(missing).toMatchObject({ code: 2, stderr: expect.stringMatching(/--file \/nonexistent\/tokens.csv is not a readable file/) });
+    // A directory is named as one, with what the option takes (it said only "not a readable file").
+    const dir = path.dirname(writeTempFile('t.csv', 'x\n'));
+    const directory = await runCli(['import', 'google', '--app', 'app-g', '--file', dir], env);
+    expect({ code: directory.code, stderr: directory.stderr }).toEqual({ code: 2, stderr: `error: import google: --file ${dir} is not a readable file: it is a directory (expected a CSV file of purchaseToken[,productId][,applicationUsername] lines)\n` });
     const noGoogle = await runCli(['import', 'google', '--app', 'app-g', '--file', writeTempFile('t.csv', 'x\n')], { DATABASE_URL: db.url });
     expect(noGoogle).toMatchObject({ code: 2, stderr: expect.stringMatching(/set GOOGLE_APPS/) });
     const noKey = await runCli(['import', 'google', '--app', 'app-g', '--file', writeTempFile('t.csv', 'x\n')], { ...env, GOOGLE_SERVICE_ACCOUNT_FILE: '/nonexistent/key.json' });

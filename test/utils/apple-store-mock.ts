@@ -18,9 +18,10 @@ const PAGE = 20;
  * app-store-server-library's test resources: Get Transaction History v2 (pages of 20, revision),
  * Get All Subscription Statuses, Get Notification History (paginationToken), with every signed
  * field a JWS of the test CA. Requests must carry an ES256 bearer token of the key `keyFile()`
- * holds, for the bundle id. It can answer 429 with Retry-After, or 503, and counts requests.
+ * holds, for the bundle id. It can answer 429 with Retry-After, or 503, or slowly, and counts requests.
+ * `notificationPageSize`: Get Notification History's page size (20 by default).
  */
-export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string; environment?: 'Sandbox' | 'Production'; signedAt?: () => number }) {
+export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string; environment?: 'Sandbox' | 'Production'; signedAt?: () => number; notificationPageSize?: number }) {
   const environment = o.environment ?? 'Sandbox';
   const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const customers = new Map<string, MockTransaction[]>(); // any transaction id -> the customer's transactions (shared array)
@@ -32,6 +33,11 @@ export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string
   let failNext = 0;
   let inFlight = 0;
   let maxInFlight = 0;
+  /** Every request as it arrives (before any slowed answer), in order. */
+  const received: { method: string; path: string; paginationToken: string | null }[] = [];
+  /** The paginationToken of every Get Notification History request as it arrives, in order (null: the first page). */
+  const notificationTokens: (string | null)[] = [];
+  let slow: { ms: number; when: (r: { path: string; paginationToken: string | null }) => boolean } | undefined;
   const signedAt = o.signedAt ?? (() => Date.now());
   const sign = (payload: Payload) => signAppleJws(o.ca, { ...payload, bundleId: o.bundleId, environment, signedDate: payload.signedDate ?? signedAt() });
 
@@ -41,13 +47,18 @@ export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string
     req.on('end', () => {
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
-      // A few milliseconds of "network", so concurrency shows.
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const arrived = { method: req.method ?? 'GET', path: url.pathname, paginationToken: url.searchParams.get('paginationToken') };
+      received.push(arrived);
+      if (arrived.path === '/inApps/v1/notifications/history') notificationTokens.push(arrived.paginationToken);
+      const extra = slow?.when(arrived) ? slow.ms : 0;
+      // A few milliseconds of "network", so concurrency shows; unref'd: a slowed answer to a killed client keeps nothing open.
       setTimeout(() => {
         inFlight--;
         answer(req.method ?? 'GET', new URL(req.url ?? '/', 'http://localhost'), req.headers.authorization ?? '', body, (status, json, headers = {}) =>
           res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(json)),
         );
-      }, 2);
+      }, 2 + extra).unref();
     });
   });
 
@@ -102,7 +113,7 @@ export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string
       const q = JSON.parse(body || '{}') as { startDate?: number; endDate?: number; onlyFailures?: boolean };
       const matching = notifications.filter((n) => n.signedDate >= (q.startDate ?? 0) && n.signedDate <= (q.endDate ?? Infinity) && (!q.onlyFailures || n.failed));
       const from = Number(url.searchParams.get('paginationToken') ?? '0');
-      const page = matching.slice(from, from + PAGE);
+      const page = matching.slice(from, from + (o.notificationPageSize ?? PAGE));
       return send(200, {
         notificationHistory: page.map((n) => ({
           signedPayload: signNotification(n),
@@ -129,6 +140,8 @@ export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string
   return {
     base,
     counts,
+    received,
+    notificationTokens,
     maxInFlight: () => maxInFlight,
     /** The In-App Purchase key (.p8, PKCS #8 PEM) the mock accepts bearer tokens of. */
     privateKeyPem: key.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
@@ -156,6 +169,10 @@ export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string
     },
     failNext(n: number): void {
       failNext = n;
+    },
+    /** Answers `ms` later than usual: every request, or those `when` picks (by path and paginationToken); slowDown(0) ends it. */
+    slowDown(ms: number, when: (r: { path: string; paginationToken: string | null }) => boolean = () => true): void {
+      slow = ms > 0 ? { ms, when } : undefined;
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -4,7 +4,7 @@ import { mapDates, refuseUnstorableDates } from '../../store-notifications/store
 import { appleToEvents, type AppleRenewalInfo, type AppleTransaction } from '../../store-notifications/apple/apple-to-events.js';
 import type { AppleVerifier } from '../../store-notifications/apple/apple-verifier.js';
 import { LineError } from '../import-errors.js';
-import { skip, type ImportEvent, type LineResult, type SourceLine } from '../import-runner.js';
+import { BARRIER, skip, type ImportEvent, type LineResult, type SourceBarrier, type SourceLine } from '../import-runner.js';
 import { RetryGate, withStoreRetries, type RetryPolicy } from '../store-retry.js';
 import type { AppleApiClient } from './apple-api-client.js';
 
@@ -28,10 +28,11 @@ export type HistoryResume = { done(keys: readonly string[]): Promise<Set<string>
 /**
  * Get Notification History, every page, as the runner's lines: one signedPayload a line, numbered
  * in Apple's order. Paging is sequential (each page names the next); each request is retried like
- * the runner's. With `resume()` (the run's journal), a page's paginationToken is saved once every
- * line before it is done (published or skipped; a failed line holds the checkpoint back, so the next
- * run asks again), and the next run starts there: the request it belongs to is finished first, then
- * the rest of this run's window is asked from where that request ended.
+ * the runner's. Each page ends with a barrier: the runner publishes and records its lines before the
+ * next page is asked for. With `resume()` (the run's journal), that page's paginationToken is then
+ * saved if every line up to it is done (published or skipped; a failed line holds the checkpoint
+ * back, so the next run asks again), and the next run starts there: the request it belongs to is
+ * finished first, then the rest of this run's window is asked from where that request ended.
  */
 export function notificationHistoryLines(
   client: AppleApiClient,
@@ -39,10 +40,10 @@ export function notificationHistoryLines(
   retry?: Partial<RetryPolicy>,
   signal?: AbortSignal,
   resume?: () => HistoryResume | undefined,
-): { lines: AsyncIterable<SourceLine>; fraction: () => number | undefined } {
+): { lines: AsyncIterable<SourceLine | SourceBarrier>; fraction: () => number | undefined } {
   let at: number | undefined;
   const gate = new RetryGate();
-  async function* query(journal: HistoryResume | undefined, startDate: number, endDate: number, from: { token: string | null; line: number }): AsyncGenerator<SourceLine, number> {
+  async function* query(journal: HistoryResume | undefined, startDate: number, endDate: number, from: { token: string | null; line: number }): AsyncGenerator<SourceLine | SourceBarrier, number> {
     let token = from.token;
     let n = from.line;
     // Pages read whose lines may not be done yet: the token after each, and the keys before it.
@@ -66,11 +67,14 @@ export function notificationHistoryLines(
         yield { line: n, bytes: text.length, text };
       }
       token = page.hasMore ? (page.paginationToken ?? null) : null;
-      if (token) pending.push({ token, line: n, keys });
+      if (token) {
+        pending.push({ token, line: n, keys });
+        yield BARRIER;
+      }
     } while (token);
     return n;
   }
-  async function* lines(): AsyncGenerator<SourceLine> {
+  async function* lines(): AsyncGenerator<SourceLine | SourceBarrier> {
     const journal = resume?.();
     const saved = parseCheckpoint(await journal?.checkpoint());
     if (saved && saved.startDate >= window.startDate && saved.endDate <= window.endDate) {
