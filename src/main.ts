@@ -74,17 +74,19 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
+main().catch(async (error: unknown) => {
   if (error instanceof ConfigError) {
     console.error(error.message);
     process.exit(78); // EX_CONFIG
   }
-  // What the operator can act on gets one line; anything else keeps its stack.
+  // What the operator can act on gets one line (a damaged file in DATA_DIR, a port in use: each
+  // named with its remedy, EmbeddedPostgresError among them); anything else keeps its stack.
+  const { OperatorError } = await import('./common/operator-error.js');
   if ((error as { code?: unknown }).code === 'EADDRINUSE') {
     const { address, port } = error as { address?: string; port?: number };
     console.error(`error: the HTTP port ${port} is already in use on ${address}: stop what listens there or set PORT`);
   } else {
-    console.error(error instanceof EmbeddedPostgresError ? `error: ${error.message}` : error);
+    console.error(error instanceof OperatorError ? `error: ${error.message}` : error);
   }
   process.exit(1);
 });

