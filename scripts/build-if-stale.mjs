@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm run cli` runs the built CLI; this rebuilds first only when a source file is newer than the
-// build (a full `nest build` takes ~15 s, which every `npm run -s cli -- token` used to pay).
+// `npm start` and `npm run cli` run the build; this rebuilds first only when a source file is newer
+// than the build (a full `nest build` takes ~15 s, which every `npm run -s cli -- token` used to pay).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -22,6 +22,7 @@ function newest(dir) {
 const sources = Math.max(newest(path.join(root, 'src')), ...['package.json', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json'].map((f) => statSync(path.join(root, f)).mtimeMs));
 if (!existsSync(stamp) || !existsSync(path.join(root, 'dist', 'cli.js')) || statSync(stamp).mtimeMs < sources) {
   const started = Date.now();
+  process.stderr.write('building dist/ (a source is newer than the last build; about 15 s)\n');
   execFileSync(process.platform === 'win32' ? 'npx.cmd' : 'npx', ['nest', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   // dated when the build began: a source saved during the build makes the next run build again
   writeFileSync(stamp, `${new Date(started).toISOString()}\n`);

@@ -14,10 +14,46 @@ async function main(): Promise<void> {
   const log = createPino(config.logLevel);
   Logger.overrideLogger(new PinoNestLogger(log));
   for (const warning of config.warnings) log.warn(warning);
+
+  // Graceful stop: refuse new connections, let in-flight requests and the projection batch finish
+  // (consumers commit in beforeApplicationShutdown), release the database, then exit 0. The handlers
+  // are in place before anything starts: a supervisor's SIGTERM during start-up (while the embedded
+  // PostgreSQL starts or migrations run) must not kill this process and orphan that server.
+  let release: (() => Promise<void>) | undefined;
+  let starting = true;
+  let stopping = false;
+  const stop = () =>
+    release!().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      const force = setTimeout(() => {
+        log.error('shutdown took longer than 30 s; exiting');
+        process.exit(1);
+      }, 30_000);
+      force.unref();
+      // During start-up the step under way finishes first (stopping a database that migrations are
+      // using would only turn the stop into errors), then sees `stopping` and releases what is up.
+      if (!starting) void stop();
+    });
+  }
+
   const database = await openDatabaseServer(config);
+  release = () => database.stop();
+  if (stopping) return void stop();
   let app: Awaited<ReturnType<typeof createHttpApp>> | undefined;
   try {
     app = await createHttpApp({ config, database, pino: log });
+    release = () => app!.close();
+    if (stopping) return void stop();
     await app.listen({ port: config.port, host: config.host });
   } catch (error) {
     // An embedded PostgreSQL this process started must not outlive a failed start (a port in use,
@@ -25,6 +61,8 @@ async function main(): Promise<void> {
     await (app ? app.close() : database.stop()).catch((stopError: unknown) => log.error({ err: stopError }, 'could not stop the database server'));
     throw error;
   }
+  starting = false;
+  if (stopping) return void stop();
 
   const db = app.get(DataSource);
   const [{ generation }] = await db.query('SELECT generation FROM public.read_model_generation');
@@ -42,28 +80,6 @@ async function main(): Promise<void> {
     },
     'subscription records service started',
   );
-  // Graceful stop: refuse new connections, let in-flight requests and the projection batch finish
-  // (consumers commit in beforeApplicationShutdown), release the database, then exit 0.
-  let stopping = false;
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      log.info({ signal }, 'shutting down');
-      const force = setTimeout(() => {
-        log.error('shutdown took longer than 30 s; exiting');
-        process.exit(1);
-      }, 30_000);
-      force.unref();
-      app.close().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          log.error({ err: error }, 'error during shutdown');
-          process.exit(1);
-        },
-      );
-    });
-  }
 
   const keys = app.get<VerificationKeys>(VERIFICATION_KEYS);
   if (keys.generatedSecretPath) {

@@ -25,7 +25,9 @@ describe('Dockerfile and docker-compose.yml', () => {
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
     expect(scripts['start:prod']).toBe(`node ${flags.join(' ')} dist/main.js`);
     expect(scripts.cli).toBe(`node ${flags.join(' ')} dist/cli.js`);
-    expect(scripts.start).toBe(`nest start --exec "node ${flags.join(' ')}"`);
+    // `exec`: the shell npm runs the script in becomes the service, so the SIGTERM a supervisor sends
+    // to npm (forwarded to its child) reaches the service itself (test/operations/npm-start.e2e-spec.ts)
+    expect(scripts.start).toBe(`node scripts/build-if-stale.mjs && exec node ${flags.join(' ')} dist/main.js`);
     // the benchmarks measure the service as deployed
     expect(read('bench/service-flags.mjs')).toContain(`export const SERVICE_NODE_FLAGS = [${flags.map((f) => `'${f}'`).join(', ')}];`);
     // and what the docs tell an operator the service runs with
