@@ -11,7 +11,7 @@ import { VERIFICATION_KEYS } from './auth/tokens.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const log = createPino(config.logLevel);
+  const log = createPino(config.logLevel, undefined, config.logFormat);
   Logger.overrideLogger(new PinoNestLogger(log));
   for (const warning of config.warnings) log.warn(warning);
 

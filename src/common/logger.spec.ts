@@ -39,3 +39,26 @@ describe('redactQuery', () => {
     expect(redactQuery('/x?%61ccess_token=secret')).toBe('/x?%61ccess_token=[redacted]');
   });
 });
+
+describe('createPino formats', () => {
+  const write = async (format: 'json' | 'pretty') => {
+    let out = '';
+    const sink = new Writable({ write: (chunk, _enc, done) => ((out += String(chunk)), done()) });
+    createPino('info', sink, format).info({ context: 'database' }, 'embedded PostgreSQL listening');
+    await new Promise((r) => setImmediate(r));
+    return out;
+  };
+
+  it('writes one JSON object a line for collectors', async () => {
+    const out = await write('json');
+    expect(JSON.parse(out)).toMatchObject({ level: 30, msg: 'embedded PostgreSQL listening', context: 'database', service: 'subscription-records' });
+  });
+
+  it('writes a readable line for a terminal: time, level and message, not JSON', async () => {
+    const out = await write('pretty');
+    expect(() => JSON.parse(out)).toThrow();
+    expect(out).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] .*INFO.*: .*embedded PostgreSQL listening/);
+    expect(out).toContain('context: "database"');
+    expect(out).not.toContain('subscription-records');
+  });
+});

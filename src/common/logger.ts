@@ -1,7 +1,13 @@
 import type { LoggerService } from '@nestjs/common';
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { PinoPretty } from 'pino-pretty';
 
-export function createPino(level: string, destination?: DestinationStream): Logger {
+/**
+ * `pretty` writes pino-pretty's coloured lines synchronously to stdout (a terminal in development:
+ * no worker thread to lose lines at exit); `json` stays the format for collectors.
+ */
+export function createPino(level: string, destination?: DestinationStream, format: 'json' | 'pretty' = 'json'): Logger {
+  const output = format === 'pretty' ? PinoPretty({ sync: true, destination: destination ?? 1, translateTime: 'SYS:HH:MM:ss.l', ignore: 'service' }) : destination;
   return pino({
     level,
     base: { service: 'subscription-records' },
@@ -11,7 +17,7 @@ export function createPino(level: string, destination?: DestinationStream): Logg
     serializers: {
       req: (req: { method?: string; url?: string; id?: string }) => ({ method: req.method, url: req.url === undefined ? undefined : redactQuery(req.url), id: req.id }),
     },
-  }, destination as DestinationStream);
+  }, output as DestinationStream);
 }
 
 /** Query parameters whose values never reach the logs: secrets sent by mistake, and personal data. */

@@ -7,6 +7,22 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it('logs readable lines on a terminal and JSON elsewhere, unless LOG_FORMAT says which', () => {
+    const tty = process.stdout.isTTY;
+    try {
+      process.stdout.isTTY = true;
+      expect(loadConfig({}).logFormat).toBe('pretty');
+      process.stdout.isTTY = false;
+      expect(loadConfig({}).logFormat).toBe('json');
+      expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
+      process.stdout.isTTY = true;
+      expect(loadConfig({ LOG_FORMAT: 'json' }).logFormat).toBe('json');
+    } finally {
+      process.stdout.isTTY = tty;
+    }
+    expect(() => loadConfig({ LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT must be one of the following values: auto, json, pretty/);
+  });
+
   it('reads Kafka settings when KAFKA_BROKERS is set', () => {
     const config = loadConfig({ KAFKA_BROKERS: 'a:9092, b:9092', KAFKA_TOPIC: 't', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p', KAFKA_SSL: 'true' });
     expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9092'], topic: 't', groupId: 'subscription-read-models', clientId: 'subscription-records', ssl: true, sessionTimeoutMs: 30000, maxBytesPerPartition: 4194304, partitionsConcurrency: 2, roundShareMessages: 150, sasl: { mechanism: 'plain', username: 'u', password: 'p' } });

@@ -92,6 +92,10 @@ class Environment {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
+  /** auto: readable lines on a terminal (development), JSON lines elsewhere (collectors, files, pipes). */
+  @IsIn(['auto', 'json', 'pretty'])
+  LOG_FORMAT: 'auto' | 'json' | 'pretty' = 'auto';
+
   @IsOptional() @Transform(toList) @IsString({ each: true })
   KAFKA_BROKERS?: string[];
 
@@ -439,6 +443,7 @@ export type AppConfig = Readonly<{
   embeddedPgPort: number;
   jwt: Readonly<{ secret?: string; jwksUri?: string; issuer?: string; audience?: string }>;
   logLevel: string;
+  logFormat: 'json' | 'pretty';
   /** Unset means: use the embedded event log table instead of Kafka. */
   kafka?: Readonly<KafkaSettings>;
   eventLogTopic: string;
@@ -528,6 +533,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
       audience: env.JWT_AUDIENCE,
     }),
     logLevel: env.LOG_LEVEL,
+    logFormat: env.LOG_FORMAT === 'auto' ? (process.stdout.isTTY ? 'pretty' : 'json') : env.LOG_FORMAT,
     kafka: env.KAFKA_BROKERS
       ? Object.freeze({
           brokers: env.KAFKA_BROKERS,
