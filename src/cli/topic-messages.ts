@@ -15,7 +15,8 @@ export async function readMessagesAt(kafka: Kafka, topic: string, partitions: nu
   if (wanted.length === 0) return found;
   const pending = new Map<number, bigint[]>();
   for (const w of wanted) pending.set(w.partition, [...(pending.get(w.partition) ?? []), w.offset]);
-  for (const offsets of pending.values()) offsets.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  // Once each (the first and the last of one message are the same offset), in order.
+  for (const [p, offsets] of pending) pending.set(p, [...new Set(offsets)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
   const groupId = `move-to-kafka-check-${process.pid}-${Date.now()}`;
   const consumer = kafka.consumer({ groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 100 });
   let finished!: () => void;

@@ -166,6 +166,29 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
     expect(await db.dataSource.query(`SELECT partition, next_offset::text AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic])).toEqual(positions);
   });
 
+  it('continues a move killed right after its first message (a partition holding one message of the copy)', async () => {
+    const other = await createTestDatabase('move_kafka_one');
+    const oneTopic = uniqueTopic('move-one');
+    try {
+      await createTopic(oneTopic, PARTITIONS);
+      const env = { DATABASE_URL: other.url, KAFKA_TOPIC: oneTopic, KAFKA_BROKERS: kafkaBrokers(), KAFKA_GROUP_ID: `g-${oneTopic}` };
+      const mine = scenarioEvents({ seed: 42, customers: 8 });
+      expect((await runCli(['publish', writeTempFile('mine.ndjson', toNdjson(mine))], { DATABASE_URL: other.url, KAFKA_TOPIC: oneTopic })).code).toBe(0);
+      expect((await runCli(['move-to-kafka', '--batch-size', '1'], { ...env, FAILPOINTS: 'move-to-kafka-after-send:1' })).code).toBeNull();
+      expect(await topicEndOffsets(oneTopic)).toBe(1n);
+      const r = await runCli(['move-to-kafka'], env);
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(r.stdout).toContain(`already holds 1 of them (a copy stopped earlier: continuing it)`);
+      expect(await topicEndOffsets(oneTopic)).toBe(BigInt(mine.length));
+      // nothing was projected: every partition starts at its beginning
+      expect(await other.dataSource.query(`SELECT partition, next_offset::int AS n, last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [oneTopic])).toEqual(
+        [...Array(PARTITIONS).keys()].map((partition) => ({ partition, n: 0, last_message_sha1: null })),
+      );
+    } finally {
+      await other.drop();
+    }
+  });
+
   it('refuses a topic that holds events other than the embedded log\'s, changing nothing', async () => {
     const other = await createTestDatabase('move_kafka_other');
     const foreignTopic = uniqueTopic('move-foreign');
