@@ -124,6 +124,9 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
     logger: new PinoNestLogger(options.pino),
     bufferLogs: false,
+    // Nest's default exits the process when a module fails to start (a failed migration, say), which
+    // skips main()'s clean-up and orphans the embedded PostgreSQL this process started: throw instead.
+    abortOnError: false,
   });
   // Pages are JSON with repeated keys: a 1000-row page shrinks about tenfold (docs/benchmarks-compression.md).
   await app.register(fastifyCompress, { encodings: ['br', 'gzip'], threshold: 1024, brotliOptions: { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } } });

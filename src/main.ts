@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { createPino, PinoNestLogger } from './common/logger.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 import { openDatabaseServer } from './database/database-server.js';
-import { EmbeddedPostgresError } from './database/embedded-postgres.js';
+import { OperatorError } from './common/operator-error.js';
 import { createHttpApp } from './http-app.js';
 import type { VerificationKeys } from './auth/signing-keys.js';
 import { VERIFICATION_KEYS } from './auth/tokens.js';
@@ -90,14 +90,13 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch(async (error: unknown) => {
+main().catch((error: unknown) => {
   if (error instanceof ConfigError) {
     console.error(error.message);
     process.exit(78); // EX_CONFIG
   }
   // What the operator can act on gets one line (a damaged file in DATA_DIR, a port in use: each
   // named with its remedy, EmbeddedPostgresError among them); anything else keeps its stack.
-  const { OperatorError } = await import('./common/operator-error.js');
   if ((error as { code?: unknown }).code === 'EADDRINUSE') {
     const { address, port } = error as { address?: string; port?: number };
     console.error(`error: the HTTP port ${port} is already in use on ${address}: stop what listens there or set PORT`);
