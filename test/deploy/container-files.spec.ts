@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import yaml from 'js-yaml';
+import { KNOWN_VARIABLES } from '../../src/config/app-config.js';
 import { deployedNodeFlags } from '../utils/deployed-flags.js';
 
 // docker is not available to the suite: these are static checks of what the files promise.
@@ -68,6 +70,39 @@ describe('Dockerfile and docker-compose.yml', () => {
     expect(secrets).toHaveLength(1);
     // ${VAR:?message} makes `docker compose up` stop with the message when JWT_SECRET is unset or empty
     expect(secrets[0]).toMatch(/^\$\{JWT_SECRET:\?[^}]+\}$/);
+  });
+
+  describe('docker-compose.production.yml', () => {
+    type Service = { image?: string; build?: string; restart?: string; healthcheck?: unknown; ports?: string[]; environment?: Record<string, string>; stop_grace_period?: string; depends_on?: Record<string, unknown> };
+    const production = read('docker-compose.production.yml');
+    const { services } = yaml.load(production) as { services: Record<string, Service> };
+
+    it('runs the images the try-it file runs, each kept, restarted and health-checked, the stores reachable on no published port', () => {
+      expect(Object.keys(services).sort()).toEqual(['api', 'consumer', 'kafka', 'postgres']);
+      for (const name of ['kafka', 'postgres']) expect(services[name].image).toBe(/image: (\S+)/.exec(compose.slice(compose.indexOf(`  ${name}:`)))![1]);
+      for (const [name, service] of Object.entries(services)) {
+        expect([name, service.restart]).toEqual([name, 'unless-stopped']);
+        expect([name, service.healthcheck]).toEqual([name, expect.anything()]);
+      }
+      expect(services.kafka.ports).toBeUndefined();
+      expect(services.postgres.ports).toBeUndefined();
+      expect(services.api.ports).toEqual(['127.0.0.1:3000:3000']);
+    });
+
+    it('runs one consumer that migrates and API instances that only read, in production mode, with secrets the operator must set', () => {
+      const { consumer, api } = services;
+      expect(consumer.environment).toMatchObject({ NODE_ENV: 'production', CONSUMER_ENABLED: 'true', KAFKA_BROKERS: 'kafka:9092' });
+      expect(api.environment).toMatchObject({ NODE_ENV: 'production', CONSUMER_ENABLED: 'false' });
+      expect(api.depends_on).toEqual({ consumer: { condition: 'service_healthy' } });
+      for (const service of [consumer, api]) {
+        expect(service.environment!.JWT_SECRET).toMatch(/^\$\{JWT_SECRET:\?[^}]+\}$/);
+        expect(service.environment!.DATABASE_URL).toMatch(/^postgres:\/\/postgres:\$\{POSTGRES_PASSWORD:\?[^}]+\}@postgres:5432\//);
+        // longer than the service's own 30 s graceful stop, so the runtime's SIGKILL never cuts a batch
+        expect(Number(/^(\d+)s$/.exec(service.stop_grace_period!)![1])).toBeGreaterThan(30);
+        for (const name of Object.keys(service.environment!)) expect([name, KNOWN_VARIABLES.has(name)]).toEqual([name, true]);
+      }
+      expect(services.postgres.environment!.POSTGRES_PASSWORD).toMatch(/^\$\{POSTGRES_PASSWORD:\?[^}]+\}$/);
+    });
   });
 
   it('keeps the repository history, local Node builds and data out of the image build context', () => {
