@@ -1,7 +1,11 @@
-import type { DataSource } from 'typeorm';
+import pg from 'pg';
+import type { DataSource, EntityManager } from 'typeorm';
+import { decodeCursor } from '../../src/change-feed/change-cursor.js';
 import { HIGH_WATER } from '../../src/change-feed/change-positions.sql.js';
+import { webhooksSql } from '../../src/webhooks/webhooks.sql.js';
 import type { TestApp } from './app.js';
 import { linkEvent, txEvent } from './events.js';
+import { readsFromStandbys } from './replicas.js';
 
 export type Row = Record<string, unknown>;
 export type Listing = 'customers' | 'transactions';
@@ -60,10 +64,13 @@ export function followFeed(api: TestApp, apps: string[]): { expectListedRows(): 
 }
 
 /**
- * True once every change of the application lies below the feed's high-water mark: a feed read (or a
- * webhook queueing round) started after this sees all of them. A transaction elsewhere in the same
- * database (another writer, a background job) holds the mark back, so "no delivery pending" alone
- * does not mean the copies are complete.
+ * True if every change of the application lay below the feed's high-water mark when this read it.
+ * It does not mean a feed read (or a webhook queueing round) started after this sees all of them:
+ * the mark can go down for one read. A transaction of another database on the server, running in
+ * that read's snapshot and ending before the read looks at pg_stat_activity, counts as this
+ * database's and holds that read's mark below it (src/change-feed/change-positions.sql.ts); every
+ * test file's database shares the server. So stop on what the reads returned (queuedEverything, an
+ * expectEventually on the rows), never on this alone.
  */
 export async function feedSettled(db: DataSource, appId: string): Promise<boolean> {
   const [{ settled }] = (await db.query(
@@ -73,6 +80,77 @@ export async function feedSettled(db: DataSource, appId: string): Promise<boolea
     [appId],
   )) as { settled: boolean }[];
   return settled;
+}
+
+/**
+ * Whether every active webhook endpoint of the application (or only `endpointId`) has its cursors past
+ * the application's last change in both tables, deletion entries included, in the feed's (position,
+ * key) order. A queueing round moves the cursors in the transaction that queues the rows it passes,
+ * so once the changes are over, this means every one was queued. Asked of the cursors, not of the
+ * high-water mark: a mark read before a round can be above the round's own (feedSettled).
+ */
+export async function queuedEverything(db: DataSource, appId: string, endpointId?: string): Promise<boolean> {
+  const endpoints = (await db.query(
+    `SELECT customers_cursor, transactions_cursor FROM public.webhook_endpoints WHERE app_id = $1 AND disabled_at IS NULL AND ($2::bigint IS NULL OR id = $2::bigint)`,
+    [appId, endpointId ?? null],
+  )) as { customers_cursor: string; transactions_cursor: string }[];
+  for (const endpoint of endpoints) {
+    const customers = decodeCursor(endpoint.customers_cursor);
+    const transactions = decodeCursor(endpoint.transactions_cursor);
+    const [{ queued }] = (await db.query(
+      `SELECT NOT EXISTS (SELECT 1 FROM read_model.customers WHERE app_id = $1 AND (change_position, application_username) > ($2::bigint, $3::text))
+          AND NOT EXISTS (SELECT 1 FROM public.feed_deletions WHERE app_id = $1 AND feed_table = 'customers' AND (change_position, row_key) > ($2::bigint, $3::text))
+          AND NOT EXISTS (SELECT 1 FROM read_model.transactions WHERE app_id = $1 AND (change_position, transaction_id) > ($4::bigint, $5::text))
+          AND NOT EXISTS (SELECT 1 FROM public.feed_deletions WHERE app_id = $1 AND feed_table = 'transactions' AND (change_position, row_key) > ($4::bigint, $5::text)) AS queued`,
+      [appId, customers.position, customers.key, transactions.position, transactions.key],
+    )) as { queued: boolean }[];
+    if (!queued) return false;
+  }
+  return true;
+}
+
+/**
+ * A transaction of another database on the same server, holding a transaction id. While it runs, the
+ * change feed's high-water mark passes it (it cannot write here); once it has ended, a snapshot that
+ * still counts it as running can no longer tell its database and holds the mark below it
+ * (src/change-feed/change-positions.sql.ts). So a feed read can have a lower mark than one before it.
+ */
+export async function transactionElsewhere(): Promise<{ end(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: readsFromStandbys ? process.env.TEST_REPLICA_PRIMARY_URL : process.env.TEST_ADMIN_DATABASE_URL });
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('SELECT pg_current_xact_id()');
+  let ended: Promise<void> | undefined;
+  return { end: () => (ended ??= client.query('COMMIT').then(() => client.end())) };
+}
+
+/**
+ * `db` for queueChanges, running `afterSnapshot` with the endpoint's id in each queueing transaction
+ * once its first statement took the snapshot (what test files running beside one can do at random,
+ * with transactionElsewhere: here on purpose).
+ */
+export function endingAfterSnapshot(db: DataSource, afterSnapshot: (endpointId: string) => Promise<unknown>): DataSource {
+  const bound = (target: object, key: string | symbol): unknown => {
+    const value = Reflect.get(target, key) as unknown;
+    return typeof value === 'function' ? value.bind(target) : value;
+  };
+  const manager = (m: EntityManager) =>
+    new Proxy(m, {
+      get: (target, key) =>
+        key === 'query'
+          ? async (sql: string, params?: unknown[]) => {
+              const result: unknown = await target.query(sql, params);
+              if (sql === webhooksSql.tryQueueLock) await afterSnapshot(String(params?.[0]));
+              return result;
+            }
+          : bound(target, key),
+    });
+  return new Proxy(db, {
+    get: (target, key) =>
+      key === 'transaction'
+        ? (isolation: 'REPEATABLE READ', work: (m: EntityManager) => Promise<unknown>) => target.transaction(isolation, (m) => work(manager(m)))
+        : bound(target, key),
+  });
 }
 
 /** One generated step of the feed property tests (test/change-feed, test/replicas). */

@@ -1,19 +1,14 @@
 import { jest } from '@jest/globals';
 import fc from 'fast-check';
-import pg from 'pg';
-import type { DataSource, EntityManager } from 'typeorm';
 import { startTestApp, type TestApp } from '../utils/app.js';
-import { listAll, type Row } from '../utils/change-feed.js';
+import { endingAfterSnapshot, listAll, queuedEverything, transactionElsewhere, type Row } from '../utils/change-feed.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
-import { readsFromStandbys } from '../utils/replicas.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
 import { startReceiver, type Received } from '../utils/webhook-receiver.js';
 import type { WebhookSettings } from '../../src/config/app-config.js';
 import { queueChanges } from '../../src/webhooks/queue-changes.js';
 import { WebhookSender } from '../../src/webhooks/send-deliveries.js';
 import { addEndpoint, removeEndpoint } from '../../src/webhooks/webhook-endpoints.js';
-import { webhooksSql } from '../../src/webhooks/webhooks.sql.js';
-import { decodeCursor } from '../../src/change-feed/change-cursor.js';
 
 jest.setTimeout(180_000);
 
@@ -29,46 +24,6 @@ type Step =
   | { kind: 'refund'; receipt: number; pick: number }
   | { kind: 'deliver'; rounds: number }
   | { kind: 'down'; requests: number };
-
-/**
- * A transaction of another database on the same server, holding a transaction id. While it runs, the
- * change feed's high-water mark passes it (it cannot write here); once it has ended, a snapshot that
- * still counts it as running can no longer tell its database and holds the mark below it
- * (src/change-feed/change-positions.sql.ts). So a feed read can have a lower mark than one before it.
- */
-async function transactionElsewhere(): Promise<{ end(): Promise<void> }> {
-  const client = new pg.Client({ connectionString: readsFromStandbys ? process.env.TEST_REPLICA_PRIMARY_URL : process.env.TEST_ADMIN_DATABASE_URL });
-  await client.connect();
-  await client.query('BEGIN');
-  await client.query('SELECT pg_current_xact_id()');
-  let ended: Promise<void> | undefined;
-  return { end: () => (ended ??= client.query('COMMIT').then(() => client.end())) };
-}
-
-/** `db` for queueChanges, running `afterSnapshot` in each queueing transaction once its first statement took the snapshot. */
-function endingAfterSnapshot(db: DataSource, afterSnapshot: () => Promise<unknown>): DataSource {
-  const bound = (target: object, key: string | symbol): unknown => {
-    const value = Reflect.get(target, key) as unknown;
-    return typeof value === 'function' ? value.bind(target) : value;
-  };
-  const manager = (m: EntityManager) =>
-    new Proxy(m, {
-      get: (target, key) =>
-        key === 'query'
-          ? async (sql: string, params?: unknown[]) => {
-              const result: unknown = await target.query(sql, params);
-              if (sql === webhooksSql.tryQueueLock) await afterSnapshot();
-              return result;
-            }
-          : bound(target, key),
-    });
-  return new Proxy(db, {
-    get: (target, key) =>
-      key === 'transaction'
-        ? (isolation: 'REPEATABLE READ', work: (m: EntityManager) => Promise<unknown>) => target.transaction(isolation, (m) => work(manager(m)))
-        : bound(target, key),
-  });
-}
 
 const RUNS = Number(process.env.WEBHOOK_ORDER_RUNS ?? 20 * Number(process.env.ABUSE_SCALE ?? 1));
 
@@ -113,29 +68,6 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
   afterEach(async () => {
     await Promise.all(openElsewhere.splice(0).map((t) => t.end()));
   });
-
-  /**
-   * Whether the endpoint's cursors have passed the application's last change in both tables, which a
-   * queueing round moves in the transaction that queues the rows it passes. The history is over when
-   * this is asked, so then every change was queued. Asked of the cursors, not of the feed's high-water
-   * mark: a mark read before a round can be above the round's own (transactionElsewhere).
-   */
-  async function queuedEverything(endpointId: string, app: string): Promise<boolean> {
-    const [endpoint] = (await db.dataSource.query(`SELECT customers_cursor, transactions_cursor FROM public.webhook_endpoints WHERE id = $1::bigint`, [endpointId])) as {
-      customers_cursor: string;
-      transactions_cursor: string;
-    }[];
-    const customers = decodeCursor(endpoint.customers_cursor);
-    const transactions = decodeCursor(endpoint.transactions_cursor);
-    const [{ queued }] = (await db.dataSource.query(
-      `SELECT NOT EXISTS (SELECT 1 FROM read_model.customers WHERE app_id = $1 AND (change_position, application_username) > ($2::bigint, $3::text))
-          AND NOT EXISTS (SELECT 1 FROM public.feed_deletions WHERE app_id = $1 AND feed_table = 'customers' AND (change_position, row_key) > ($2::bigint, $3::text))
-          AND NOT EXISTS (SELECT 1 FROM read_model.transactions WHERE app_id = $1 AND (change_position, transaction_id) > ($4::bigint, $5::text))
-          AND NOT EXISTS (SELECT 1 FROM public.feed_deletions WHERE app_id = $1 AND feed_table = 'transactions' AND (change_position, row_key) > ($4::bigint, $5::text)) AS queued`,
-      [app, customers.position, customers.key, transactions.position, transactions.key],
-    )) as { queued: boolean }[];
-    return queued;
-  }
 
   /**
    * Plays a history for a fresh application and endpoint, then drains; returns the receiver's copy and
@@ -206,7 +138,7 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
     let roundsBehind = 0;
     for (;;) {
       const claimed = await round();
-      const queued = await queuedEverything(id, app);
+      const queued = await queuedEverything(db.dataSource, app, id);
       if (!queued) roundsBehind++;
       const [{ pending }] = await db.dataSource.query(`SELECT count(*)::int AS pending FROM public.webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, [id]);
       if (pending === 0 && queued) break;
