@@ -22,24 +22,27 @@ async function main(): Promise<void> {
   let release: (() => Promise<void>) | undefined;
   let starting = true;
   let stopping = false;
-  const stop = () =>
-    release!().then(
+  const stop = () => {
+    // Armed only once the start-up step under way has finished: a forced exit in the middle of it
+    // would skip release() and orphan the embedded PostgreSQL.
+    const force = setTimeout(() => {
+      log.error('shutdown took longer than 30 s; exiting');
+      process.exit(1);
+    }, 30_000);
+    force.unref();
+    return release!().then(
       () => process.exit(0),
       (error: unknown) => {
         log.error({ err: error }, 'error during shutdown');
         process.exit(1);
       },
     );
+  };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       if (stopping) return;
       stopping = true;
       log.info({ signal }, 'shutting down');
-      const force = setTimeout(() => {
-        log.error('shutdown took longer than 30 s; exiting');
-        process.exit(1);
-      }, 30_000);
-      force.unref();
       // During start-up the step under way finishes first (stopping a database that migrations are
       // using would only turn the stop into errors), then sees `stopping` and releases what is up.
       if (!starting) void stop();

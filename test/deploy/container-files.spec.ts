@@ -102,6 +102,8 @@ describe('Dockerfile and docker-compose.yml', () => {
         for (const name of Object.keys(service.environment!)) expect([name, KNOWN_VARIABLES.has(name)]).toEqual([name, true]);
       }
       expect(services.postgres.environment!.POSTGRES_PASSWORD).toMatch(/^\$\{POSTGRES_PASSWORD:\?[^}]+\}$/);
+      // the password goes into DATABASE_URL unencoded: the generator shown must give URL-safe characters
+      expect(production).toMatch(/export POSTGRES_PASSWORD=\$\(openssl rand -hex \d+\)/);
     });
   });
 
