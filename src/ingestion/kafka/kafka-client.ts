@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type LogEntry, type SASLOptions } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type LogEntry, type SASLOptions } from 'kafkajs';
 import { Logger } from '@nestjs/common';
 import type { KafkaSettings } from '../../config/app-config.js';
 
@@ -46,3 +46,23 @@ export function createKafka(settings: KafkaSettings, clientIdSuffix = ''): Kafka
 }
 
 export const dlqTopic = (topic: string) => `${topic}.dlq`;
+
+/**
+ * The topic and its dead-letter topic, created when missing (with the broker's default partition
+ * count), as the consumer does on start and move-to-kafka before its copy. Returns the topics it
+ * created. A failure to create them goes to `onCreateFailed` when given (the consumer expects them
+ * to exist then), else it throws.
+ */
+export async function ensureTopics(admin: Admin, topic: string, onCreateFailed?: (error: Error, topics: string[]) => void): Promise<string[]> {
+  const existing = new Set(await admin.listTopics());
+  const wanted = [topic, dlqTopic(topic)].filter((t) => !existing.has(t));
+  if (wanted.length === 0) return [];
+  try {
+    await admin.createTopics({ topics: wanted.map((t) => ({ topic: t })), waitForLeaders: true });
+  } catch (error) {
+    if (!onCreateFailed) throw error;
+    onCreateFailed(error as Error, wanted);
+    return [];
+  }
+  return wanted;
+}

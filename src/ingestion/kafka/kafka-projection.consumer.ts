@@ -12,7 +12,7 @@ import { LIVE_TARGET, PROJECTION_TARGET, type ProjectionTarget } from '../projec
 import { BatchAbandoned, Projector, type RetryControl } from '../projector.js';
 import { finishOrEndBatches } from '../stop-wait.js';
 import { backoffMs } from '../failure-policy.js';
-import { createKafka, dlqTopic } from './kafka-client.js';
+import { createKafka, dlqTopic, ensureTopics } from './kafka-client.js';
 import { fitDeadLetter } from './dead-letter-message.js';
 import { RoundSharing } from './round-sharing.js';
 import { messageSha1 } from '../../projection/apply-batch.js';
@@ -159,7 +159,9 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
       this.kafka = createKafka(this.settings);
       this.admin = this.kafka.admin();
       await this.admin.connect();
-      await this.ensureTopics(this.admin);
+      await ensureTopics(this.admin, this.settings.topic, (error, topics) => {
+        this.logger.warn({ err: error.message, topics, msg: 'could not create topics; expecting them to exist' });
+      });
       // Dead letters are produced inside the batch transaction and re-sent if it rolls back: at least
       // once, so an idempotent producer (which wants unlimited retries) buys nothing here.
       this.producer = this.kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
@@ -245,15 +247,6 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
         this.logger.debug({ err: error.message, msg: 'could not re-check blocked partitions' }),
       );
     }
-  }
-
-  private async ensureTopics(admin: Admin): Promise<void> {
-    const existing = new Set(await admin.listTopics());
-    const wanted = [this.settings.topic, dlqTopic(this.settings.topic)].filter((t) => !existing.has(t));
-    if (wanted.length === 0) return;
-    await admin.createTopics({ topics: wanted.map((topic) => ({ topic })), waitForLeaders: true }).catch((error: Error) => {
-      this.logger.warn({ err: error.message, topics: wanted, msg: 'could not create topics; expecting them to exist' });
-    });
   }
 
   private async onAssignment(consumer: Consumer, assignment: Record<string, number[]>): Promise<void> {
