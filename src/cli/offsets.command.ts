@@ -3,7 +3,9 @@ import { Inject } from '@nestjs/common';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { openDatabase } from '../database/open-database.js';
-import { describePosition, positionProblem, resetTarget } from '../ingestion/positions/log-positions.js';
+import type { DataSource } from 'typeorm';
+import { describeEmbeddedPosition, embeddedLogPosition } from '../ingestion/positions/embedded-origin.js';
+import { describePosition, positionProblem, resetTarget, type PartitionPosition } from '../ingestion/positions/log-positions.js';
 import { readPositions } from '../ingestion/positions/read-positions.js';
 
 @SubCommand({ name: 'show', description: 'Per partition: the offset stored with the read models, the log start and end, and whether they fit' })
@@ -18,12 +20,25 @@ export class OffsetsShowCommand extends CommandRunner {
     try {
       const { topic, positions } = await readPositions(this.config, db);
       process.stdout.write(`topic ${topic}${this.config.kafka ? '' : ' (embedded event log)'}\n`);
-      for (const p of positions) process.stdout.write(`${describePosition(p)}${p.stored !== undefined && !positionProblem(p) ? `, lag ${p.logEnd - p.stored}` : ''}\n`);
+      for (const p of positions) {
+        const problem = positionProblem(p);
+        // On Kafka, a stored offset beyond the topic's end may be the embedded log's (the two share
+        // the topic name): said as the consumer says it, with the command that moves it.
+        const embedded = problem && this.config.kafka ? await embeddedOrigin(db, topic, p) : undefined;
+        const line = embedded ? describeEmbeddedPosition(topic, p.partition, p.stored!, embedded.logEnd, p) : describePosition(p);
+        process.stdout.write(`${line}${p.stored !== undefined && !problem ? `, lag ${p.logEnd - p.stored}` : ''}\n`);
+      }
       if (positions.some((p) => positionProblem(p))) process.exitCode = 3;
     } finally {
       await close();
     }
   }
+}
+
+/** Whether the partition's stored offset is a position in this database's embedded log (with the hash stored beside it). */
+async function embeddedOrigin(db: DataSource, topic: string, p: PartitionPosition): Promise<{ logEnd: bigint } | undefined> {
+  const [row] = (await db.query(`SELECT last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 AND partition = $2`, [topic, p.partition])) as { last_message_sha1: Buffer | null }[];
+  return embeddedLogPosition(db, topic, p.partition, p.stored, row?.last_message_sha1);
 }
 
 type ResetOptions = { to?: string; partition?: number };
