@@ -8,7 +8,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { openDatabase } from '../database/open-database.js';
 import { EMBEDDED_PARTITION, eventLogBounds, readEventLog } from '../event-log/event-log.js';
 import { EVENT_LOG_LISTENER } from '../ingestion/embedded/event-log.consumer.js';
-import { createKafka, dlqTopic } from '../ingestion/kafka/kafka-client.js';
+import { createKafka, ensureTopics } from '../ingestion/kafka/kafka-client.js';
 import { embeddedLogPosition } from '../ingestion/positions/embedded-origin.js';
 import { LIVE_PROJECTION_LOCK, messageSha1 } from '../projection/apply-batch.js';
 import { openKafkaSink, type SinkMessage } from './event-sink.js';
@@ -48,8 +48,22 @@ type PartitionPlan = {
 /** The stored positions of the topic name: the embedded log's (to switch), or already Kafka's. */
 type StoredPositions = { origin: 'embedded'; next: bigint; sha1: Buffer | null; rows: number } | { origin: 'kafka' };
 
-/** Refused: one line (`error: ...`), exit 1, nothing changed by this run. */
+/**
+ * Refused: one line (`error: ...`), exit 1, the stored offsets unchanged. The refusals that need no
+ * look at the topic come before the run creates a missing topic (or its .dlq); the others come
+ * before the first send (a topic this run created holds nothing they refuse); those at the switch
+ * (appended to, or published to, during the move) leave the topic holding what was sent.
+ */
 class MoveRefused extends Error {}
+
+/**
+ * A message as the topic gets it, with the embedded log's timestamp (appended_at, epoch ms, as the
+ * embedded consumer reads it): the consumer checks an event's `time` against its message's
+ * timestamp (future_time), so Kafka must carry the same one for a rebuild to decide the same way.
+ * openKafkaSink hands its messages to kafkajs as they are; a topic must keep producer timestamps
+ * (message.timestamp.type CreateTime, Kafka's default).
+ */
+type CopiedMessage = SinkMessage & { timestamp: string; embeddedOffset: bigint };
 
 @Command({
   name: 'move-to-kafka',
@@ -82,9 +96,10 @@ export class MoveToKafkaCommand extends CommandRunner {
       }
       if (embeddedStart > 0n) throw new MoveRefused(`the embedded event log of topic ${topic} no longer starts at offset 0 (it starts at ${embeddedStart}): its history cannot be copied whole`);
 
+      // Every refusal that needs no look at the topic's content comes before the first change (the topic created).
       await admin.connect();
-      await ensureTopic(admin, topic);
       await refuseLiveKafkaConsumer(admin, settings.groupId, topic);
+      if ((await ensureTopics(admin, topic)).includes(topic)) process.stdout.write(`created Kafka topic ${topic} with the broker's default partition count\n`);
       const [metadata] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
       const partitionMetadata = [...metadata.partitions].sort((a, b) => a.partitionId - b.partitionId);
       const ends = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, { low: BigInt(o.low), high: BigInt(o.high) }]));
@@ -129,7 +144,7 @@ export class MoveToKafkaCommand extends CommandRunner {
       await switchPositions(db, topic, embeddedEnd, stored, plans);
       const moved = [...plans.values()].map((p) => `partition ${p.partition} -> ${p.base + p.projected}`).join(', ');
       process.stdout.write(`switched the stored offsets from the embedded log's (next ${stored.next}) to the topic's: ${moved}\n`);
-      process.stdout.write(`start the service with KAFKA_BROKERS set: it continues on Kafka; leave the embedded log alone (nothing appended to it from now on is moved)\n`);
+      process.stdout.write(`start the service with KAFKA_BROKERS set: it continues on Kafka and no longer reads the embedded log (what is appended to it from now on reaches no consumer)\n`);
     } finally {
       await admin.disconnect().catch(() => undefined);
       await close();
@@ -143,7 +158,7 @@ export class MoveToKafkaCommand extends CommandRunner {
     // with the embedded log and continues after what it holds, so no progress is kept elsewhere.
     const sink = await openKafkaSink(this.config, { idempotent: true, clientIdSuffix: '-move-to-kafka' });
     const progress = createProgress({ label: 'move-to-kafka', unit: 'events' });
-    let pending: (SinkMessage & { embeddedOffset: bigint })[] = [];
+    let pending: CopiedMessage[] = [];
     let pendingBytes = 0;
     let done = already;
     const flush = async () => {
@@ -154,7 +169,7 @@ export class MoveToKafkaCommand extends CommandRunner {
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
-          sink.send(batch.map(({ key, value, partition }) => ({ key, value, partition }))),
+          sink.send(batch.map(({ key, value, partition, timestamp }) => ({ key, value, partition, timestamp }))),
           new Promise<never>((_, reject) => {
             timer = setTimeout(() => reject(new Error(`no acknowledgement from the broker in ${SEND_TIMEOUT_MS / 1000} s`)), SEND_TIMEOUT_MS);
           }),
@@ -176,7 +191,7 @@ export class MoveToKafkaCommand extends CommandRunner {
       await walkEmbeddedLog(db, topic, end, partitionOf, plans, async (plan, index, m) => {
         if (index < plan.held) return;
         if (pending.length > 0 && (pendingBytes + m.value.length > sink.chunkBytes || pending.length >= batchSize)) await flush();
-        pending.push({ key: m.key, value: m.value, partition: plan.partition, embeddedOffset: m.offset });
+        pending.push({ key: m.key, value: m.value, partition: plan.partition, timestamp: m.timestamp, embeddedOffset: m.offset });
         pendingBytes += m.value.length;
       });
       await flush();
@@ -208,7 +223,7 @@ async function walkEmbeddedLog(
   end: bigint,
   partitionOf: (key: string | null) => number,
   plans: Map<number, PartitionPlan>,
-  visit: (plan: PartitionPlan, index: bigint, m: { offset: bigint; key: string | null; value: Buffer }) => void | Promise<void>,
+  visit: (plan: PartitionPlan, index: bigint, m: { offset: bigint; key: string | null; value: Buffer; timestamp: string }) => void | Promise<void>,
 ): Promise<void> {
   const seen = new Map<number, bigint>();
   for (let from = 0n; from < end; ) {
@@ -219,7 +234,7 @@ async function walkEmbeddedLog(
       const plan = plans.get(partitionOf(key))!;
       const index = seen.get(plan.partition) ?? 0n;
       seen.set(plan.partition, index + 1n);
-      await visit(plan, index, { offset: BigInt(row.offset), key, value: row.value ?? Buffer.alloc(0) });
+      await visit(plan, index, { offset: BigInt(row.offset), key, value: row.value ?? Buffer.alloc(0), timestamp: row.timestamp! });
     }
     from = BigInt(rows.at(-1)!.offset) + 1n;
   }
@@ -343,13 +358,4 @@ async function refuseLiveKafkaConsumer(admin: Admin, groupId: string, topic: str
   const { groups } = await admin.describeGroups([groupId]);
   const members = groups[0]?.members.length ?? 0;
   if (members > 0) throw new MoveRefused(`the service is consuming Kafka topic ${topic} (consumer group ${groupId} has ${members} member(s)): stop it, move, then start it again`);
-}
-
-/** As the service's consumer does on start: the topic (broker's default partition count) and its dead-letter topic. */
-async function ensureTopic(admin: Admin, topic: string): Promise<void> {
-  const existing = new Set(await admin.listTopics());
-  const wanted = [topic, dlqTopic(topic)].filter((t) => !existing.has(t));
-  if (wanted.length === 0) return;
-  await admin.createTopics({ topics: wanted.map((t) => ({ topic: t })), waitForLeaders: true });
-  if (wanted.includes(topic)) process.stdout.write(`created Kafka topic ${topic} with the broker's default partition count\n`);
 }

@@ -26,7 +26,7 @@ describe('CLI conventions (e2e: the built CLI)', () => {
   it.each([
     '--help', 'help', 'help webhooks add', 'token --help', 'publish --help', 'rebuild --help', 'generate --help', 'offsets --help', 'offsets show --help',
     'offsets reset --help', 'webhooks --help', 'webhooks add --help', 'webhooks list --help', 'webhooks remove --help', 'webhooks rotate-secret --help',
-    'webhooks deliveries --help', 'webhooks redeliver --help', 'sample-notification --help',
+    'webhooks deliveries --help', 'webhooks redeliver --help', 'sample-notification --help', 'move-to-kafka --help',
   ])('%s exits 0 with the help on stdout, each default said once', async (line) => {
     const r = await runCli(line.split(' '), env);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
@@ -80,6 +80,8 @@ describe('CLI conventions (e2e: the built CLI)', () => {
     [['offsets', 'reset', '--partition', '0'], /offsets reset needs --to/],
     [['offsets', 'reset', '--to', 'x', '--partition', '0'], /--to must be earliest, latest or an offset \(got "x"\)/],
     [['offsets', 'reset', '--to', '1', '--partition', 'x'], /--partition must be a partition number/],
+    [['move-to-kafka', 'extra'], /move-to-kafka takes no arguments/],
+    [['move-to-kafka', '--batch-size', '0'], /--batch-size must be a positive integer \(got "0"\)/],
     // Checked before the database is opened: without one, these exited 1 saying none was running.
     [['webhooks', 'add'], /webhooks add needs --app/],
     [['webhooks', 'add', '--app', 'demo-app'], /webhooks add needs --url/],
