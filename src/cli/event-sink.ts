@@ -7,7 +7,8 @@ import { appendToEventLog } from '../event-log/event-log.js';
 import { createKafka } from '../ingestion/kafka/kafka-client.js';
 
 /** A partition given with a message places it there instead of the partitioner (Kafka only). */
-export type SinkMessage = { key: string | null; value: Buffer; partition?: number };
+/** timestamp (epoch ms, Kafka only): what the log received it at; unset, the producer's clock. */
+export type SinkMessage = { key: string | null; value: Buffer; partition?: number; timestamp?: string };
 
 export type EventSink = {
   send(messages: SinkMessage[]): Promise<void>;

@@ -63,7 +63,7 @@ class MoveRefused extends Error {}
  * openKafkaSink hands its messages to kafkajs as they are; a topic must keep producer timestamps
  * (message.timestamp.type CreateTime, Kafka's default).
  */
-type CopiedMessage = SinkMessage & { timestamp: string; embeddedOffset: bigint };
+type CopiedMessage = SinkMessage & Required<Pick<SinkMessage, 'timestamp'>> & { embeddedOffset: bigint };
 
 @Command({
   name: 'move-to-kafka',

@@ -78,7 +78,7 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
       await sender.sendDue();
       await sender.idle();
       // Asked after the round, of the cursors it moved: the feed's mark, read before the round, can
-      // be above the round's own (feedSettled), and then the round queues nothing.
+      // be above the round's own, and then the round queues nothing (test/utils/change-feed.ts).
       const queued = await queuedEverything(db.dataSource, app);
       if (!queued) roundsBehind++;
       const [{ pending }] = await db.dataSource.query(`SELECT count(*)::int AS pending FROM public.webhook_deliveries WHERE status = 'pending'`);

@@ -1,7 +1,6 @@
 import pg from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import { decodeCursor } from '../../src/change-feed/change-cursor.js';
-import { HIGH_WATER } from '../../src/change-feed/change-positions.sql.js';
 import { webhooksSql } from '../../src/webhooks/webhooks.sql.js';
 import type { TestApp } from './app.js';
 import { linkEvent, txEvent } from './events.js';
@@ -64,30 +63,14 @@ export function followFeed(api: TestApp, apps: string[]): { expectListedRows(): 
 }
 
 /**
- * True if every change of the application lay below the feed's high-water mark when this read it.
- * It does not mean a feed read (or a webhook queueing round) started after this sees all of them:
- * the mark can go down for one read. A transaction of another database on the server, running in
- * that read's snapshot and ending before the read looks at pg_stat_activity, counts as this
- * database's and holds that read's mark below it (src/change-feed/change-positions.sql.ts); every
- * test file's database shares the server. So stop on what the reads returned (queuedEverything, an
- * expectEventually on the rows), never on this alone.
- */
-export async function feedSettled(db: DataSource, appId: string): Promise<boolean> {
-  const [{ settled }] = (await db.query(
-    `SELECT NOT EXISTS (SELECT 1 FROM read_model.customers WHERE app_id = $1 AND change_position >= ${HIGH_WATER})
-        AND NOT EXISTS (SELECT 1 FROM read_model.transactions WHERE app_id = $1 AND change_position >= ${HIGH_WATER})
-        AND NOT EXISTS (SELECT 1 FROM public.feed_deletions WHERE app_id = $1 AND change_position >= ${HIGH_WATER}) AS settled`,
-    [appId],
-  )) as { settled: boolean }[];
-  return settled;
-}
-
-/**
  * Whether every active webhook endpoint of the application (or only `endpointId`) has its cursors past
  * the application's last change in both tables, deletion entries included, in the feed's (position,
  * key) order. A queueing round moves the cursors in the transaction that queues the rows it passes,
  * so once the changes are over, this means every one was queued. Asked of the cursors, not of the
- * high-water mark: a mark read before a round can be above the round's own (feedSettled).
+ * high-water mark: a mark read before a round can be above the round's own. A transaction of another
+ * database on the server, running in that round's snapshot and ending before it looks at
+ * pg_stat_activity, counts as this database's and holds that one read's mark back
+ * (src/change-feed/change-positions.sql.ts); every test file's database shares the server.
  */
 export async function queuedEverything(db: DataSource, appId: string, endpointId?: string): Promise<boolean> {
   const endpoints = (await db.query(
