@@ -22,7 +22,8 @@ function newest(dir) {
 const sources = Math.max(newest(path.join(root, 'src')), ...['package.json', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json'].map((f) => statSync(path.join(root, f)).mtimeMs));
 if (!existsSync(stamp) || !existsSync(path.join(root, 'dist', 'cli.js')) || statSync(stamp).mtimeMs < sources) {
   const started = Date.now();
-  process.stderr.write('building dist/ (a source is newer than the last build; about 15 s)\n');
+  const why = existsSync(stamp) ? 'a source is newer than the last build' : 'no build yet';
+  process.stderr.write(`building dist/ (${why}; about 15 s)\n`);
   execFileSync(process.platform === 'win32' ? 'npx.cmd' : 'npx', ['nest', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   // dated when the build began: a source saved during the build makes the next run build again
   writeFileSync(stamp, `${new Date(started).toISOString()}\n`);
