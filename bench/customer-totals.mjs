@@ -6,8 +6,8 @@
 // (the embedded server of `npm run bench -- --size full`: data in /tmp/sr-bench-pg/pg, its password in
 // /tmp/sr-bench-pg/pg-password; start it with that install's pg_ctl when the benchmark has stopped it)
 import pg from 'pg';
-import { parseCustomerFilters, placedByStatusDays } from '../dist/customers/list-customers/customer-filters.js';
-import { endWeeksPageSql, endWeeksPageStartSql, filteredPageSql, filteredPageStartSql } from '../dist/customers/list-customers/list-customers.sql.js';
+import { parseCustomerFilters } from '../dist/customers/list-customers/customer-filters.js';
+import { filteredPageSql as pageSql, filteredPageStartSql as startSql } from '../dist/customers/list-customers/list-customers.sql.js';
 
 const url = process.argv[2];
 if (!url) throw new Error('usage: node bench/customer-totals.mjs <postgres url of the benchmark database>');
@@ -20,6 +20,9 @@ const DAY = 86_400_000;
 const at = (days) => new Date(now.getTime() + days * DAY).toISOString();
 const filters = [
   'status=active',
+  'status=expired',
+  'renewalIntent=Lapse',
+  'productId=apple:pro_monthly',
   'status=expired&productId=apple:pro_monthly&renewalIntent=Renew',
   `expiresAfter=${at(-30)}`,
   `expiresBefore=${at(30)}`,
@@ -41,7 +44,6 @@ const median = async (statement) => {
 console.log(`${new Date().toISOString()}: app ${appId}, ${cells} cells in customer_end_weeks`);
 for (const filter of filters) {
   const f = parseCustomerFilters(Object.fromEntries(new URLSearchParams(filter)));
-  const [startSql, pageSql] = placedByStatusDays(f) ? [filteredPageStartSql, filteredPageSql] : [endWeeksPageStartSql, endWeeksPageSql];
   const total = Number((await median(startSql({ appId, skip: 0, limit: 100, filters: f }, now))).rows[0].total);
   for (const skip of [0, Math.floor(total / 2)]) {
     const q = { appId, skip, limit: 100, filters: f };

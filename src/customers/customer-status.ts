@@ -1,7 +1,7 @@
 // A customer's status at an instant (GET /v2/customers?status=..., docs/api.md "Customer status"),
 // from the stored summary alone, like activeSubscriber: no event is needed for a customer to move
-// from `active` to `expired`. Every customer is in exactly one status. The SQL predicates of
-// list-customers.sql.ts (statusPredicate) are the same rules; a test holds them to this function.
+// from `active` to `expired`. Every customer is in exactly one status. Nothing stores a status: the
+// listing decides it at read time with statusSql, the same rule in SQL; a test holds the two equal.
 
 export const CUSTOMER_STATUSES = ['active', 'grace_period', 'billing_retry', 'expired', 'none'] as const;
 export type CustomerStatus = (typeof CUSTOMER_STATUSES)[number];
@@ -27,12 +27,22 @@ export type StatusFacts = {
  *    refunded, revoked, replaced).
  */
 export function customerStatus(facts: StatusFacts, now: Date): CustomerStatus {
-  return statusAt(facts.expirationDate?.getTime() ?? null, facts.graceFrom?.getTime() ?? null, facts.billingRetry, now.getTime());
-}
-
-/** customerStatus over instants as numbers on one scale (epoch milliseconds, or microseconds where stored times carry them). */
-export function statusAt(expiration: number | null, graceFrom: number | null, billingRetry: boolean, now: number): CustomerStatus {
-  if (expiration === null) return 'none';
-  if (expiration > now) return graceFrom !== null && graceFrom <= now ? 'grace_period' : 'active';
+  const { expirationDate: end, graceFrom, billingRetry } = facts;
+  if (end === null) return 'none';
+  if (end > now) return graceFrom !== null && graceFrom <= now ? 'grace_period' : 'active';
   return billingRetry ? 'billing_retry' : 'expired';
 }
+
+/** The SQL expressions statusSql reads the facts from; a null access end or grace start is none. */
+export type StatusColumns = { end: string; graceFrom: string; billingRetry: string };
+
+export const CUSTOMER_ROW: StatusColumns = { end: 'expiration_date', graceFrom: 'grace_from', billingRetry: 'billing_retry' };
+
+/**
+ * customerStatus in SQL: the status (text) of the facts in `c` at `at`, an expression of their type.
+ * The listing decides statuses with it on customer rows (instants) and on count cells (UTC days, for
+ * cells whose days differ from the instant's, where comparing days is comparing instants).
+ */
+export const statusSql = (at: string, c: StatusColumns = CUSTOMER_ROW) => `(CASE WHEN ${c.end} IS NULL THEN 'none'
+  WHEN ${c.end} > ${at} THEN (CASE WHEN ${c.graceFrom} <= ${at} THEN 'grace_period' ELSE 'active' END)
+  WHEN ${c.billingRetry} THEN 'billing_retry' ELSE 'expired' END)`;

@@ -53,23 +53,8 @@ export class TransactionFilterDayCountEntity {
 }
 
 /**
- * Exact customers per application, first-seen UTC day, status at the application's watermark,
- * product and intent (docs/api.md "How the pages stay fast"): where a filtered page starts.
- */
-@Entity({ schema: 'read_model', name: 'customer_status_days' })
-export class CustomerStatusDayEntity {
-  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
-  @PrimaryColumn({ type: 'text' }) status: string;
-  @PrimaryColumn({ name: 'first_day', type: 'date' }) firstDay: string;
-  @PrimaryColumn({ name: 'product_id', type: 'text' }) productId: string;
-  @PrimaryColumn({ name: 'renewal_intent', type: 'text' }) renewalIntent: string;
-  @Column({ type: 'bigint' }) n: string;
-}
-
-/**
  * Exact customers per application, the values the customer filters read and first-seen UTC week,
- * kept by the projection (docs/api.md "How the pages stay fast"): where a page with an expiry bound
- * starts. No access end is '-infinity', no grace 'infinity'.
+ * kept by the projection (docs/api.md "How the pages stay fast"): where a filtered page starts. No access end is '-infinity', no grace 'infinity'.
  */
 @Entity({ schema: 'read_model', name: 'customer_end_weeks' })
 export class CustomerEndWeekEntity {
@@ -81,13 +66,6 @@ export class CustomerEndWeekEntity {
   @PrimaryColumn({ name: 'grace_day', type: 'date' }) graceDay: string;
   @PrimaryColumn({ name: 'billing_retry', type: 'boolean' }) billingRetry: boolean;
   @Column({ type: 'bigint' }) n: string;
-}
-
-/** The instant customer_status_days holds statuses at, per application (moved by sweepStatuses). */
-@Entity({ schema: 'read_model', name: 'customer_status_watermarks' })
-export class CustomerStatusWatermarkEntity {
-  @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
-  @Column({ type: 'timestamptz' }) at: Date;
 }
 
 /** Exact customers per application and UTC day of first_seen_at, kept by the projection. */
@@ -293,8 +271,6 @@ export const ENTITIES = [
   WebhookDeliveryEntity,
   TransactionDayCountEntity,
   TransactionFilterDayCountEntity,
-  CustomerStatusDayEntity,
-  CustomerStatusWatermarkEntity,
   CustomerEndWeekEntity,
   CustomerDayCountEntity,
   ReadModelGenerationEntity,

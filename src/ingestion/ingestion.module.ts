@@ -6,7 +6,6 @@ import { KafkaProjectionConsumer } from './kafka/kafka-projection.consumer.js';
 import { TelemetryObserver } from './telemetry-observer.js';
 import { PROJECTION_OBSERVER } from './projection-observer.js';
 import { Projector } from './projector.js';
-import { StatusSweeper } from './status-sweeper.js';
 
 /** The live projection: from Kafka when KAFKA_BROKERS is set, else from the embedded event log. */
 @Module({})
@@ -16,7 +15,6 @@ export class IngestionModule {
     const Consumer = config.kafka ? KafkaProjectionConsumer : EventLogConsumer;
     const providers: Provider[] = [
       Projector,
-      StatusSweeper,
       { provide: PROJECTION_OBSERVER, useClass: TelemetryObserver },
       Consumer,
       { provide: CONSUMER_STATUS, useExisting: Consumer },

@@ -196,12 +196,6 @@ export const sql = (schema: string) => ({
     billing_retry: 'boolean',
   }),
 
-  /** The applications' status watermarks (customer_status_days), to the microsecond. */
-  readWatermarks: `SELECT app_id, ${iso('at')} AS at FROM ${schema}.customer_status_watermarks WHERE app_id = ANY($1::text[])`,
-
-  /** StatusDayDelta[] as JSON. */
-  statusDays: countStatements(schema, 'customer_status_days', { app_id: 'text', status: 'text', first_day: 'date', product_id: 'text', renewal_intent: 'text' }),
-
   insertDeadLetters: `
     INSERT INTO public.dead_letters (topic, partition, "offset", key, value, code, reason)
     SELECT $1, $2, o, k, v, c, r FROM unnest($3::bigint[], $4::bytea[], $5::bytea[], $6::text[], $7::text[]) AS d(o, k, v, c, r)

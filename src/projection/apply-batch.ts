@@ -6,8 +6,7 @@ import { sql, type CountStatements } from './apply-batch.sql.js';
 import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary } from './customer-summaries.js';
 import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
-import { customerCellDeltas } from './customer-cells.js';
-import { epochMicros, statusDayDeltas, type CustomerChange } from './customer-status-days.js';
+import { customerCellDeltas, type CustomerChange } from './customer-cells.js';
 import { dayCountDeltas, filterCellOf, filterCountDeltas, sumDayDeltas, utcDay, type DayDelta, type FilterCell, type FilterCountDelta } from './day-counts.js';
 import { linkWins, mergeTransaction, projectEvents, snapshotWins, type ReceiptRow, type RowChanges, type TransactionRow } from './project-events.js';
 import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
@@ -468,13 +467,13 @@ type CountChanges = { cells: FilterCountDelta[]; customerDays: DayDelta[]; custo
  */
 async function writeCounts(m: EntityManager, schema: string, { cells, customerDays, customerCells }: CountChanges): Promise<void> {
   const q = sql(schema);
-  // a transaction's day count changes exactly as its filter counts do, summed over the day
+  // a transaction's day count changes exactly as its filter counts do, summed over the day: kept
+  // beside them because an app's total then sums a row a day, not one per day and product (15 ms
+  // against 0.4 ms for 50 products over 1,000 days)
   await writeDeltas(m, q.dayCounts('transaction_day_counts'), sumDayDeltas(cells));
   await writeDeltas(m, q.dayCounts('customer_day_counts'), sumDayDeltas(customerDays));
   await writeDeltas(m, q.filterCounts, cells);
   await writeDeltas(m, q.customerCells, customerCellDeltas(customerCells));
-  if (customerCells.length === 0) return;
-  await writeDeltas(m, q.statusDays, statusDayDeltas(customerCells, await statusWatermarks(m, schema, [...new Set(customerCells.map((c) => c.app_id))])));
 }
 
 /** Adds a batch's deltas to a table of counts, then drops the rows a negative delta may have left at zero. */
@@ -483,12 +482,6 @@ export async function writeDeltas(m: EntityManager, statements: CountStatements,
   await m.query(statements.add, [JSON.stringify(deltas)]);
   const emptied = deltas.filter((d) => d.n < 0);
   if (emptied.length > 0) await m.query(statements.dropEmpty, [JSON.stringify(emptied)]);
-}
-
-/** The applications' status watermarks in epoch µs (none: NO_WATERMARK). The batch's app lock keeps them from moving. */
-async function statusWatermarks(m: EntityManager, schema: string, apps: string[]): Promise<Map<string, number>> {
-  const rows = (await m.query(sql(schema).readWatermarks, [apps])) as { app_id: string; at: string }[];
-  return new Map(rows.map((r) => [r.app_id, epochMicros(r.at)]));
 }
 
 type LockedCustomer = {

@@ -1,4 +1,4 @@
-import type { PlacedFacts } from './customer-status-days.js';
+import type { PlacedFacts } from './customer-cells.js';
 import { customerCellDeltas, customerCellOf, weekOf } from './customer-cells.js';
 
 /** A customer row as inserted, before any summary is stored on it; first seen on Friday 2026-03-13. */

@@ -1,9 +1,8 @@
 import type { CustomerFacts } from '../customers/customer-summary.js';
-import type { CustomerChange, PlacedFacts } from './customer-status-days.js';
 import { tally, utcDay } from './day-counts.js';
 
 /**
- * Where a customer is counted for the filters with an expiry bound (customer_end_weeks): the values
+ * Where a customer is counted for the filtered customer pages (customer_end_weeks): the values
  * they read, with the access end and grace start as UTC days, and the UTC week (from Monday, as
  * PostgreSQL's date_trunc('week')) the customer was first seen in, where a page starts. No access
  * end is '-infinity' (status none), no grace 'infinity'.
@@ -11,6 +10,11 @@ import { tally, utcDay } from './day-counts.js';
 export type CustomerCell = { end_day: string; first_week: string; product_id: string; renewal_intent: string; grace_day: string; billing_retry: boolean };
 export type CustomerCellDelta = CustomerCell & { app_id: string; n: number };
 export type CellFacts = Pick<CustomerFacts, 'expirationDate' | 'productId' | 'renewalIntent' | 'graceFrom' | 'billingRetry'>;
+
+/** A customer's facts and first-seen day, as stored before or after a batch. */
+export type PlacedFacts = CellFacts & { firstSeenDay: string };
+/** A customer row inserted (no `before`), deleted (no `after`), or given a new summary or first-seen day. */
+export type CustomerChange = { app_id: string; before?: PlacedFacts; after?: PlacedFacts };
 
 const DAY_MS = 86_400_000;
 

@@ -3,7 +3,6 @@ import { summarizeCustomer, type CustomerFacts, type LifecycleTransaction } from
 import type { TransactionRow } from './project-events.js';
 import { customerSummarySql } from './customer-summary.sql.js';
 import { recountCustomerCellsSql } from './customer-cells.js';
-import { recountStatusDaysSql } from './customer-status-days.js';
 
 export type CustomerKey = { app_id: string; name: string };
 
@@ -120,12 +119,9 @@ export async function refreshAllSummaries(m: Pick<EntityManager, 'query'>, schem
   for (;;) {
     const keys = (await m.query(q.keysAfter, [after.app_id, after.application_username, chunk])) as { app_id: string; application_username: string }[];
     if (keys.length === 0) {
-      // A schema from before migrations CustomerStatusDays1765900000000 and CustomerEndWeeks1766000000000 keeps no cells: those migrations count them.
-      const [{ cells, days }] = (await m.query(
-        `SELECT to_regclass('${schema}.customer_end_weeks') IS NOT NULL AS cells, to_regclass('${schema}.customer_status_days') IS NOT NULL AS days`,
-      )) as { cells: boolean; days: boolean }[];
+      // A schema from before migration CustomerEndWeeks1766000000000 keeps no cells: that migration counts them.
+      const [{ cells }] = (await m.query(`SELECT to_regclass('${schema}.customer_end_weeks') IS NOT NULL AS cells`)) as { cells: boolean }[];
       if (cells) for (const statement of recountCustomerCellsSql(schema)) await m.query(statement);
-      if (days) for (const statement of recountStatusDaysSql(schema)) await m.query(statement);
       return done;
     }
     await refreshSummaries(m, schema, keys.map((k) => ({ app_id: k.app_id, name: k.application_username })));

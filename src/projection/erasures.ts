@@ -9,8 +9,7 @@ import { erasureHash, erasureKey } from '../customers/erase-customer/erasure-has
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { iso } from './customer-summary.sql.js';
 import { refreshSummaries } from './customer-summaries.js';
-import type { CellFacts } from './customer-cells.js';
-import type { CustomerChange, PlacedFacts } from './customer-status-days.js';
+import type { CellFacts, CustomerChange, PlacedFacts } from './customer-cells.js';
 import { utcDay, type DayDelta } from './day-counts.js';
 import type { IsErased } from './project-events.js';
 

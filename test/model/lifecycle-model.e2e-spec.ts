@@ -4,8 +4,6 @@ import { createHmac } from 'node:crypto';
 import type { Clock } from '../../src/common/clock.js';
 import { appendToEventLog, readEventLog } from '../../src/event-log/event-log.js';
 import { applyBatch } from '../../src/projection/apply-batch.js';
-import { sweepApp } from '../../src/projection/sweep-statuses.js';
-import { expectStatusDaysKept } from '../utils/read-models.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { runCli } from '../utils/processes.js';
@@ -65,13 +63,8 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
     );
     let offset = BigInt(first);
     const end = offset + BigInt(shuffled.length);
-    // Batches place customers at the status their app's watermark (customer_status_days) gives: one
-    // in the history's own time, moved between batches, so statuses at it vary.
     const apps = [...new Set(events.map((e) => e.appid))];
-    const watermarkAt = (i: number) => NOW_INSTANTS[Math.abs(arrival + i) % NOW_INSTANTS.length];
-    await db.dataSource.query(`INSERT INTO read_model.customer_status_watermarks (app_id, at) SELECT unnest($1::text[]), $2`, [apps, watermarkAt(0)]);
     for (let i = 0; offset < end; i++) {
-      if (i % 3 === 2) for (const app of apps) await sweepApp(db.dataSource, app, watermarkAt(i));
       const at = Number(offset - BigInt(first));
       const nextErasure = erasureAt.find((p) => p >= at);
       const size = Math.min(batchSizes.length ? batchSizes[i % batchSizes.length] : 1000, nextErasure === undefined ? Infinity : nextErasure - at + 1);
@@ -100,14 +93,8 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
       .slice(0, 8)
       .flatMap((t) => [-1, 0, 1].map((m) => new Date(t + m)));
     const fixed = new Set(NOW_INSTANTS);
-    for (const [i, now] of [...NOW_INSTANTS, ...boundaries].entries()) {
+    for (const now of [...NOW_INSTANTS, ...boundaries]) {
       clock.at = now;
-      // The filtered pages read counts at a watermark plus what changed between it and the instant:
-      // some instants are asked with the watermark moved past them, before them, or onto them.
-      if (i % 3 !== 0) {
-        for (const app of apps) await sweepApp(db.dataSource, app, new Date(now.getTime() + [0, 3_600_000, -86_400_000 * 40][i % 3] + (i % 2)));
-        await expectStatusDaysKept(db.dataSource);
-      }
       for (const app of apps) {
         const token = api.token(app);
         const get = async (path: string) => {

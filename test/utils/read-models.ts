@@ -17,34 +17,7 @@ export async function snapshotReadModels(db: DataSource, schema = 'read_model') 
   ]);
   // Kept by the projection batch by batch, they must be what the rows add up to at every snapshot.
   const customerCells = await expectCellsKept(db, schema);
-  await expectStatusDaysKept(db, schema);
   return { customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays, customerCells };
-}
-
-/**
- * customer_status_days against the rows: each customer at its first-seen day and its status at its
- * application's watermark (the rules of docs/api.md written here again, not src/'s statusAtSql).
- * Which instant the watermark holds differs between databases, so this is checked, not compared.
- */
-export async function expectStatusDaysKept(db: DataSource, schema = 'read_model'): Promise<void> {
-  const [kept, ofRows] = await Promise.all([
-    db.query(`SELECT app_id, first_day::text, status, product_id, renewal_intent, n::int FROM ${schema}.customer_status_days ORDER BY 1, 2, 3, 4, 5`),
-    db.query(`
-      SELECT c.app_id, to_char(c.first_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS first_day,
-             CASE WHEN c.expiration_date IS NULL THEN 'none'
-                  WHEN c.expiration_date <= w.at AND c.billing_retry THEN 'billing_retry'
-                  WHEN c.expiration_date <= w.at THEN 'expired'
-                  WHEN c.grace_from IS NOT NULL AND c.grace_from <= w.at THEN 'grace_period'
-                  ELSE 'active' END AS status,
-             coalesce(c.current_product_id, '') AS product_id, coalesce(c.renewal_intent, '') AS renewal_intent, count(*)::int AS n
-      FROM ${schema}.customers c
-      -- an application without a watermark row has its customers at -infinity (access ends after it)
-      LEFT JOIN LATERAL (SELECT coalesce((SELECT at FROM ${schema}.customer_status_watermarks x WHERE x.app_id = c.app_id), '-infinity') AS at) w ON true
-      GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`),
-  ]);
-  if (JSON.stringify(kept) !== JSON.stringify(ofRows)) {
-    throw new Error(`customer_status_days drifted from the customer rows:\nkept ${JSON.stringify(kept)}\nrows ${JSON.stringify(ofRows)}`);
-  }
 }
 
 /**

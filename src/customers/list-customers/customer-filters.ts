@@ -1,6 +1,6 @@
 import { InvalidParameterError } from '../../common/errors.js';
 import { isoDateTimeProblem, parseIsoDateTime } from '../../common/iso-date.js';
-import { CUSTOMER_STATUSES, type CustomerStatus } from '../customer-status.js';
+import { CUSTOMER_ROW, CUSTOMER_STATUSES, statusSql, type CustomerStatus } from '../customer-status.js';
 
 /** The filters of GET /v2/customers beside applicationUsername (docs/api.md, "Customer filters"). */
 export type CustomerFilters = {
@@ -71,30 +71,13 @@ export function parseCustomerFilters(query: Record<string, unknown>): CustomerFi
 
 const STATUS_LETTER: Record<CustomerStatus, string> = { active: 'a', grace_period: 'g', billing_retry: 'b', expired: 'e', none: 'n' };
 
+/** The statuses as SQL literals, taken from CUSTOMER_STATUSES (never from the request): part of a statement's shape. */
+export const statusLiterals = (statuses: readonly CustomerStatus[]) =>
+  CUSTOMER_STATUSES.filter((s) => statuses.includes(s))
+    .map((s) => `'${s}'`)
+    .join(', ');
+
 export const hasFilters = (f: CustomerFilters) => Object.keys(f).length > 0;
-
-/** Filters whose pages customer_status_days places: all but the expiry bounds (arbitrary instants: customer_end_weeks places those). */
-export const placedByStatusDays = (f: CustomerFilters) => f.expiresBefore === undefined && f.expiresAfter === undefined;
-
-/**
- * The status rules of customerStatus (customer-status.ts) as SQL over the stored summary columns,
- * with the request's instant as a parameter: each is a range condition on expiration_date (the
- * access end) and, within access, on grace_from, so customers_access_end_idx narrows every one.
- */
-export function statusPredicate(status: CustomerStatus, now: string, end = 'expiration_date'): string {
-  switch (status) {
-    case 'none':
-      return `${end} IS NULL`;
-    case 'active':
-      return `(${end} > ${now} AND (grace_from IS NULL OR grace_from > ${now}))`;
-    case 'grace_period':
-      return `(${end} > ${now} AND grace_from <= ${now})`;
-    case 'billing_retry':
-      return `(${end} <= ${now} AND billing_retry)`;
-    case 'expired':
-      return `(${end} <= ${now} AND NOT billing_retry)`;
-  }
-}
 
 /**
  * The access end as an expression no index range is taken on: for a read that must walk the listing's
@@ -116,9 +99,8 @@ export function filterConditions(f: CustomerFilters, now: Date, next: number, en
   };
   const keys: string[] = [];
   if (f.statuses) {
-    // `none` alone reads no instant: an unused parameter would have no type.
-    const at = f.statuses.some((x) => x !== 'none') ? param(now) : '';
-    conditions.push(`(${f.statuses.map((s) => statusPredicate(s, `${at}::timestamptz`, end)).join(' OR ')})`);
+    const at = `${param(now)}::timestamptz`;
+    conditions.push(`${statusSql(at, { ...CUSTOMER_ROW, end })} IN (${statusLiterals(f.statuses)})`);
     // one letter per status: prepared statement names must stay under PostgreSQL's 63 bytes
     keys.push(`s${f.statuses.map((x) => STATUS_LETTER[x]).join('')}`);
   }

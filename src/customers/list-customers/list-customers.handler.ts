@@ -7,8 +7,8 @@ import type { Page } from '../../common/paging.js';
 import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { ListCustomersQuery } from './list-customers.query.js';
-import { hasFilters, placedByStatusDays, type CustomerFilters } from './customer-filters.js';
-import { customerPageSql, customerPageStartSql, customersByNameSql, endWeeksPageSql, endWeeksPageStartSql, filteredPageSql, filteredPageStartSql, type CustomerRow, type FilteredPageStartRow, type PageStartRow } from './list-customers.sql.js';
+import { hasFilters } from './customer-filters.js';
+import { customerPageSql, customerPageStartSql, customersByNameSql, filteredPageSql, filteredPageStartSql, type CustomerRow, type FilteredPageStartRow, type PageStartRow } from './list-customers.sql.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
@@ -26,13 +26,12 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
       const rows = await preparedQuery<CustomerRow>(db, name, sql, params);
       return { rows: toSummaries(rows, now), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
     }
-    const placed = placement(query.filters);
-    if (placed) {
-      const start = placed.start(query, now);
+    if (hasFilters(query.filters)) {
+      const start = filteredPageStartSql(query, now);
       const [found] = await preparedQuery<FilteredPageStartRow>(db, start.name, start.sql, start.params);
       const paging = { skip: query.skip, limit: query.limit, total: Number(found.total ?? 0) };
       if (found.days === null || query.limit === 0) return { rows: [], paging };
-      const page = placed.page(query, now, found.days, query.skip - Number(found.before));
+      const page = filteredPageSql(query, now, found.days, query.skip - Number(found.before));
       return { rows: toSummaries(await preparedQuery<CustomerRow>(db, page.name, page.sql, page.params), now), paging };
     }
     const [start] = await preparedQuery<PageStartRow>(db, 'customers-page-start', customerPageStartSql, [query.appId, query.skip]);
@@ -41,15 +40,6 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
     const { sql, params } = customerPageSql(query, dayStart(start.day), query.skip - Number(start.before));
     return { rows: toSummaries(await preparedQuery<CustomerRow>(db, 'customers-page', sql, params), now), paging };
   }
-}
-
-const BY_STATUS_DAYS = { start: filteredPageStartSql, page: filteredPageSql };
-const BY_END_WEEKS = { start: endWeeksPageStartSql, page: endWeeksPageSql };
-
-/** Where a filtered page's start is counted (docs/api.md, "How the pages stay fast"); undefined: no filter. */
-function placement(f: CustomerFilters) {
-  if (!hasFilters(f)) return undefined;
-  return placedByStatusDays(f) ? BY_STATUS_DAYS : BY_END_WEEKS;
 }
 
 export function toSummaries(rows: CustomerRow[], now: Date): CustomerSummary[] {

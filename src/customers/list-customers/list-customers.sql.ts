@@ -1,8 +1,7 @@
 import type { StoredCustomerFacts } from '../customer-info.js';
 import type { ListCustomersQuery } from './list-customers.query.js';
-import { filterConditions, UNINDEXED_END, type CustomerFilters } from './customer-filters.js';
-import { CUSTOMER_STATUSES, type CustomerStatus } from '../customer-status.js';
-import { statusAtSql, statusMovedSql, watermarkSql } from '../../projection/customer-status-days.js';
+import { filterConditions, statusLiterals, UNINDEXED_END } from './customer-filters.js';
+import { statusSql, type StatusColumns } from '../customer-status.js';
 
 /** A customer row: its name, receipts and the kept summary facts customerInfo is derived from. */
 export type CustomerRow = StoredCustomerFacts & { applicationUsername: string; receiptIds: string[] };
@@ -52,94 +51,21 @@ export function customersByNameSql(q: ListCustomersQuery, now: Date): { name: st
 const dayOfParam = (p: string) => `((${p}::timestamptz AT TIME ZONE 'UTC')::date)`;
 
 /**
- * statusPredicate on a cell of customer_end_weeks, for a cell whose access end and grace start
- * are on other days than the instant's (`day`): then each status is decided by the days alone.
+ * A cell of customer_end_weeks as statusSql's facts: its access-end and grace-start days, with the
+ * cell's stand-ins for none (-infinity, infinity) read as null. For a cell whose days are not the
+ * instant's, the status on days is the status on instants.
  */
-function cellStatus(status: CustomerStatus, day: string): string {
-  switch (status) {
-    case 'none':
-      return `c.end_day = '-infinity'`;
-    case 'active':
-      return `(c.end_day > ${day} AND c.grace_day > ${day})`;
-    case 'grace_period':
-      return `(c.end_day > ${day} AND c.grace_day < ${day})`;
-    case 'billing_retry':
-      return `(c.end_day < ${day} AND c.end_day > '-infinity' AND c.billing_retry)`;
-    case 'expired':
-      return `(c.end_day < ${day} AND c.end_day > '-infinity' AND NOT c.billing_retry)`;
-  }
-}
-
-/**
- * Total customers matching the filters at `now` and the first-seen day holding match `skip` (with
- * the matches before it), from customer_status_days: the counts per first-seen day at the
- * application's watermark, plus the customers whose status changed between the watermark and `now`
- * (their access end or grace start lies between, customers_access_end_idx and customers_grace_idx),
- * all read in one snapshot. One row comes back, as customerPageStartSql's.
- */
-export function filteredPageStartSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
-  const f = q.filters;
-  const params: unknown[] = [q.appId, q.skip, f.statuses ?? CUSTOMER_STATUSES, q.limit];
-  const param = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
-  };
-  const cell: string[] = [];
-  const row: string[] = [];
-  const keys: string[] = [];
-  if (f.productId) {
-    const p = param(f.productId);
-    cell.push(`d.product_id = ${p}`);
-    row.push(`c.current_product_id = ${p}`);
-    keys.push('p');
-  }
-  if (f.renewalIntent) {
-    const i = param(f.renewalIntent);
-    cell.push(`d.renewal_intent = ${i}`);
-    row.push(`c.renewal_intent = ${i}`);
-    keys.push('ri');
-  }
-  let moved = '';
-  if (f.statuses && f.statuses.some((s) => s !== 'none')) {
-    // `none` never changes with the clock; every other status can, between the watermark and now
-    const at = `${param(now)}::timestamptz`;
-    const inSet = (t: string) => `(CASE WHEN ${statusAtSql(t)} = ANY($3::text[]) THEN 1 ELSE 0 END)`;
-    // The watermark as a subquery, not a join: the planner then guesses a narrow range (the default
-    // for unknown bounds), not a fifth of the table, which made it plan parallel workers costing ms.
-    const watermark = watermarkSql('read_model', '$1');
-    moved = `UNION ALL
-      SELECT (c.first_seen_at AT TIME ZONE 'UTC')::date, ${inSet(at)} - ${inSet(watermark)}
-      FROM read_model.customers c
-      WHERE ${statusMovedSql('$1', watermark, at)}${row.map((x) => ` AND ${x}`).join('')}`;
-    keys.push('t');
-  }
-  return {
-    name: `customers-filtered-start:${keys.join(',')}`,
-    sql: `
-      WITH days AS (
-        -- int sums (a day's customers fit; a running sum in bigint): numeric ones cost a third more
-        SELECT day, sum(n)::int AS n FROM (
-          SELECT d.first_day AS day, d.n::int FROM read_model.customer_status_days d
-          WHERE d.app_id = $1 AND d.status = ANY($3::text[])${cell.map((x) => ` AND ${x}`).join('')}
-          ${moved}
-        ) x (day, n) GROUP BY day
-      ), run AS (SELECT day, n, sum(n) OVER (ORDER BY day) AS cum FROM days WHERE n <> 0)
-      SELECT (SELECT sum(n) FROM run)::text AS total, p.day::text AS day, (p.cum - p.n)::text AS before,
-             (SELECT array_agg(day::text ORDER BY day) FROM run WHERE day >= p.day AND cum - n < $2 + $4) AS days
-      FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT day, n, cum FROM run WHERE cum > $2 ORDER BY day LIMIT 1) p ON true`,
-    params,
-  };
-}
+const CELL: StatusColumns = { end: `nullif(c.end_day, '-infinity')`, graceFrom: `nullif(c.grace_day, 'infinity')`, billingRetry: 'c.billing_retry' };
 
 export type FilteredPageStartRow = PageStartRow & { days: string[] | null };
 
 /**
- * A page of a filtered listing: the matches of the first-seen days filteredPageStartSql listed (the
+ * A page of a filtered listing read on the rows: the matches of the first-seen days filteredPageStartSql listed (the
  * day the page starts in and those with matches up to the page's end), `offset` matches into the
  * first. Each day is read on its own range of customers_page_idx, so days without a match between
  * them are never walked.
  */
-export function filteredPageSql(q: ListCustomersQuery, now: Date, days: string[], offset: number): { name: string; sql: string; params: unknown[] } {
+export function rowsPageSql(q: ListCustomersQuery, now: Date, days: string[], offset: number): { name: string; sql: string; params: unknown[] } {
   const f = filterConditions(q.filters, now, 2);
   const at = 2 + f.params.length;
   return {
@@ -159,7 +85,8 @@ export function filteredPageSql(q: ListCustomersQuery, now: Date, days: string[]
 const MONDAY = `TIMESTAMPTZ '0001-01-01 00:00:00+00'`;
 
 /**
- * filteredPageStartSql for every filter set with an expiry bound, from customer_end_weeks: per
+ * Total customers matching the filters at `now` and the first-seen day holding match `skip` (with
+ * the matches before it), from customer_end_weeks, for every filter set: per
  * first-seen week, the cells decided by their days (their access end and grace start on other days
  * than the instant's and the bounds') plus the customers whose access ends on one of those days or
  * whose grace starts on the instant's, counted on their rows with the filters as the page applies
@@ -169,7 +96,7 @@ const MONDAY = `TIMESTAMPTZ '0001-01-01 00:00:00+00'`;
  * find the day. All in one snapshot. The days listed are the start week's from the start day and
  * every day of the later weeks the page reaches.
  */
-export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
+export function filteredPageStartSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
   const f = q.filters;
   const params: unknown[] = [q.appId, q.skip, q.limit];
   const param = (value: unknown) => {
@@ -180,10 +107,10 @@ export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: 
   const endDays: string[] = [];
   let graceDay: string | undefined;
   if (f.statuses) {
-    const timed = f.statuses.some((s) => s !== 'none');
-    const at = timed ? param(now) : '';
-    cell.push(`(${f.statuses.map((s) => cellStatus(s, dayOfParam(at))).join(' OR ')})`);
-    if (timed) {
+    const at = param(now);
+    cell.push(`${statusSql(dayOfParam(at), CELL)} IN (${statusLiterals(f.statuses)})`);
+    // `none` never changes with the clock: no day is uncertain for it alone
+    if (f.statuses.some((s) => s !== 'none')) {
       endDays.push(dayOfParam(at));
       graceDay = dayOfParam(at);
     }
@@ -217,7 +144,7 @@ export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: 
               AND NOT coalesce((expiration_date AT TIME ZONE 'UTC')::date = ANY(${uncertain}), false)
             GROUP BY 1) r`;
   return {
-    name: `customers-end-weeks-start:${exact.key}`,
+    name: `customers-filtered-start:${exact.key}`,
     sql: `
       WITH weeks AS (
         SELECT week, sum(n)::int AS n FROM (
@@ -257,17 +184,17 @@ export function endWeeksPageStartSql(q: ListCustomersQuery, now: Date): { name: 
 }
 
 /**
- * filteredPageSql for the pages endWeeksPageStartSql places; with expiry bounds alone the page's keys are found on customers_page_idx alone
+ * rowsPageSql for the pages filteredPageStartSql places; with expiry bounds alone the page's keys are found on customers_page_idx alone
  * (it carries expiration_date), walking each listed day without reading the table, and only the
  * page's rows are then read, by key.
  */
-export function endWeeksPageSql(q: ListCustomersQuery, now: Date, days: string[], offset: number): { name: string; sql: string; params: unknown[] } {
+export function filteredPageSql(q: ListCustomersQuery, now: Date, days: string[], offset: number): { name: string; sql: string; params: unknown[] } {
   // the other filters read columns the index does not carry
-  if (q.filters.statuses || q.filters.renewalIntent || q.filters.productId) return filteredPageSql(q, now, days, offset);
+  if (q.filters.statuses || q.filters.renewalIntent || q.filters.productId) return rowsPageSql(q, now, days, offset);
   const f = filterConditions(q.filters, now, 2);
   const at = 2 + f.params.length;
   return {
-    name: `customers-end-weeks-page:${f.key}`,
+    name: `customers-filtered-keys:${f.key}`,
     // the keys' columns are named o1, o2: the customer columns stay unambiguous
     sql: `SELECT ${CUSTOMER_COLUMNS} FROM (
             SELECT x.o1, x.o2 FROM unnest($${at}::date[]) AS d(day) CROSS JOIN LATERAL (
