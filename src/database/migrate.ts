@@ -1,7 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { refreshAllSummaries } from '../projection/customer-summaries.js';
-
-const MIGRATION_LOCK = 727_001;
+import { MIGRATION_LOCK } from './advisory-locks.js';
 
 /** Instances booting together must not run the same migration twice. Needs a pool of at least two:
  * the lock is held on one connection while TypeORM migrates on another. */

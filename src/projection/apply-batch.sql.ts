@@ -1,10 +1,9 @@
 // The projection's writes, one statement per table. Each takes a JSON array of row images sorted by
 // primary key, so concurrent batches lock rows in the same order and cannot deadlock each other.
 
+import { APP_LOCK_SPACE, RECEIPT_LOCK_SPACE } from '../database/advisory-locks.js';
 import { iso } from './customer-summary.sql.js';
 
-/** First key of the two-key advisory locks on receipts (the one-key locks of the service use others). */
-const RECEIPT_LOCK_SPACE = 727_003;
 /**
  * Receipts are locked by hash bucket, never one lock per receipt: stores send events in time order,
  * about one receipt per event, so a 4 MiB fetch named ~7k receipts and two partitions at once
@@ -16,8 +15,6 @@ const RECEIPT_LOCK_SPACE = 727_003;
  * one at a time, as the day-count rows they share (same app, same days) already made them.
  */
 export const RECEIPT_LOCK_BUCKETS = 64;
-/** First key of the two-key advisory locks on applications, shared by every batch, exclusive for one that erases. */
-const APP_LOCK_SPACE = 727_005;
 /**
  * Applications are locked by hash bucket too, so a batch of many apps takes at most 8 more locks:
  * 64 + 8 + the live-projection lock, a little over the per-transaction allowance, which is an

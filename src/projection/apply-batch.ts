@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import { LIVE_PROJECTION_LOCK } from '../database/advisory-locks.js';
 import { decodeEvent, RejectCode, type Decoded } from '../events/decode-event.js';
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { sql, type CountStatements } from './apply-batch.sql.js';
@@ -77,8 +78,6 @@ export const messageSha1 = (value: Buffer | null) => createHash('sha1').update(v
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 export const LIVE_SCHEMA = 'read_model';
-/** Advisory lock key: shared by every live batch, exclusive while a rebuild switches generations. */
-export const LIVE_PROJECTION_LOCK = 727_002;
 
 /**
  * Projects one batch of consecutive messages of one topic partition in a single transaction and

@@ -1,8 +1,7 @@
 // SQL of webhook delivery: endpoints (public.webhook_endpoints) and the deliveries queued for them
 // from the change feed (public.webhook_deliveries).
 
-/** First key of the two-key advisory lock that gives one instance an endpoint's queueing at a time. */
-export const WEBHOOK_QUEUE_LOCK_SPACE = 727_004;
+import { WEBHOOK_QUEUE_LOCK_SPACE } from '../database/advisory-locks.js';
 
 export const webhooksSql = {
   activeEndpoints: `SELECT id::text FROM public.webhook_endpoints WHERE disabled_at IS NULL ORDER BY id`,

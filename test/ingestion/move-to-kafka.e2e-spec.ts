@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { KafkaProjectionConsumer } from '../../src/ingestion/kafka/kafka-projection.consumer.js';
-import { LIVE_PROJECTION_LOCK } from '../../src/projection/apply-batch.js';
+import { LIVE_PROJECTION_LOCK } from '../../src/database/advisory-locks.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { expectEventually } from '../utils/expect-eventually.js';

@@ -1,4 +1,4 @@
-import { LIVE_PROJECTION_LOCK } from '../../src/projection/apply-batch.js';
+import { LIVE_PROJECTION_LOCK } from '../../src/database/advisory-locks.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { expectEventually } from '../utils/expect-eventually.js';

@@ -3,8 +3,6 @@
 
 import { KEY_COLUMN, type FeedTable } from '../../change-feed/change-positions.sql.js';
 
-export const REBUILD_LOCK = 727_003;
-
 export const rebuildSql = {
   tryLock: `SELECT pg_try_advisory_lock($1) AS locked`,
   unlock: `SELECT pg_advisory_unlock($1)`,

@@ -11,14 +11,14 @@ import { KafkaProjectionConsumer } from '../../ingestion/kafka/kafka-projection.
 import { LoggingObserver } from '../../ingestion/logging-observer.js';
 import type { ProjectionTarget } from '../../ingestion/projection-target.js';
 import { Projector } from '../../ingestion/projector.js';
-import { LIVE_PROJECTION_LOCK } from '../../projection/apply-batch.js';
+import { LIVE_PROJECTION_LOCK, REBUILD_LOCK } from '../../database/advisory-locks.js';
 import { readPositions } from '../../ingestion/positions/read-positions.js';
 import { FEED_TABLES, OLDEST_RUNNING, dropStampTriggerSql, installStampTriggerSql, stampSwitchedSql } from '../../change-feed/change-positions.sql.js';
 import { failpoint } from '../../common/failpoint.js';
 import { foldStaged, isStaging, prepareBulkLoad } from '../../projection/bulk/fold-staged.js';
 import { compareGenerations, type TableDifference } from './compare.js';
 import type { ProgressReporter } from './progress.js';
-import { REBUILD_LOCK, rebuildSql } from './rebuild.sql.js';
+import { rebuildSql } from './rebuild.sql.js';
 
 export type RebuildKind = 'rebuild' | 'verify';
 export const GENERATION_SCHEMA: Record<RebuildKind, string> = { rebuild: 'read_model_next', verify: 'read_model_verify' };

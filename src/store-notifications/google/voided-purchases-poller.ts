@@ -7,11 +7,10 @@ import { PeriodicTask } from '../../common/periodic-task.js';
 import { googleVoidedImportEvents } from '../../import/google/google-import.js';
 import { GooglePlayApi } from './google-play.js';
 import { GOOGLE_VOIDED_KIND, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../../import/google/google-voided.js';
+import { GOOGLE_VOIDED_POLL_LOCK } from '../../database/advisory-locks.js';
 import { ImportJournal } from '../../import/import-journal.js';
 import { NotificationPublisher } from '../notification-publisher.js';
 
-/** One poller at a time over every instance: pg_try_advisory_lock on this key (the digits of "GVOID"). */
-const POLL_LOCK = 7_186_073_968;
 /** Each poll starts this far before the last one did: Google files a void when it sees it, not at voidedTimeMillis. */
 const OVERLAP_MS = 10 * 60_000;
 
@@ -51,7 +50,7 @@ export class VoidedPurchasesPoller implements OnApplicationBootstrap, BeforeAppl
     await runner.connect();
     let published = 0;
     try {
-      const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [POLL_LOCK])) as { locked: boolean }[];
+      const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [GOOGLE_VOIDED_POLL_LOCK])) as { locked: boolean }[];
       if (!locked) return 0;
       try {
         const api = new GooglePlayApi(google);
@@ -60,7 +59,7 @@ export class VoidedPurchasesPoller implements OnApplicationBootstrap, BeforeAppl
           published += await this.pollApp(api, appId, packageName);
         }
       } finally {
-        await runner.query('SELECT pg_advisory_unlock($1)', [POLL_LOCK]);
+        await runner.query('SELECT pg_advisory_unlock($1)', [GOOGLE_VOIDED_POLL_LOCK]);
       }
     } finally {
       await runner.release();
