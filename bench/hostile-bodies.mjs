@@ -137,7 +137,6 @@ async function main() {
       // The service's own count of the answers it sent (less the scrape that read servedBefore).
       const sent = (await served(base)) - servedBefore - 1;
       const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([s, v]) => [s, v.count]));
-      const answered = Object.values(statuses).reduce((a, b) => a + b, 0);
       if (!statuses[expected] || probe.status !== expected) throw new Error(`${name}: expected ${expected}, got ${probe.status} then ${JSON.stringify(statuses)}`);
       if (!runs.has(name)) runs.set(name, []);
       runs.get(name).push({ name, bytes: body ? Buffer.byteLength(body) : 0, answer, statuses, sent, errors: result.errors, cpuPerRequestMs: cpu / sent, systemShare, p50: result.latency.p50, p99: result.latency.p99 });

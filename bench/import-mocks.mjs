@@ -65,7 +65,7 @@ export async function startAppleMock({ bundleId, customers, perCustomer }) {
 }
 
 /** The Play Developer API: purchases.subscriptionsv2.get for tokens `bench-<i>`, each a subscription renewed `i % 5` times. */
-export async function startGoogleMock({ packageName, customers }) {
+export async function startGoogleMock({ customers }) {
   const now = Date.now();
   const server = createServer((req, res) => {
     const m = /^\/androidpublisher\/v3\/applications\/[^/]+\/purchases\/subscriptionsv2\/tokens\/bench-(\d+)$/.exec(new URL(req.url, 'http://x').pathname);

@@ -200,7 +200,10 @@ function cpuMeter(ds, dbName, servicePid) {
     async start() {
       for (const pid of await backends()) {
         const v = cpuSeconds(pid);
-        if (v !== undefined) base.set(pid, v), last.set(pid, v);
+        if (v !== undefined) {
+          base.set(pid, v);
+          last.set(pid, v);
+        }
       }
       nodeBase = nodeLast = cpuSeconds(servicePid);
     },

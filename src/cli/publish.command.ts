@@ -7,7 +7,7 @@ import { Inject } from '@nestjs/common';
 import { Command, CommandRunner } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { decodeEvent } from '../events/decode-event.js';
-import { openEventSink, type EventSink } from './event-sink.js';
+import { openEventSink } from './event-sink.js';
 import { unreadableInput } from './input-file.js';
 import { readLines } from './read-lines.js';
 
@@ -54,7 +54,8 @@ export class PublishCommand extends CommandRunner {
     const size = fromStdin ? undefined : inputSize(file);
     const input = fromStdin ? process.stdin : createReadStream(file);
 
-    let sink: EventSink | undefined;
+    // Opened first: a log that cannot be reached is one clear error, not a refusal per line.
+    const sink = await openEventSink(this.config);
     let bytes = 0;
     let sent = 0;
     let refused = 0;
@@ -74,7 +75,7 @@ export class PublishCommand extends CommandRunner {
       refuse(line, 'too_large', `${bytes} bytes; ${log} takes messages up to ${maxMessage} bytes with key and framing (EVENT_MAX_BYTES)`);
     let sentSinceCollect = 0;
     const send = async (batch: typeof pending) => {
-      await sink!.send(batch.map(({ key, value }) => ({ key, value })));
+      await sink.send(batch.map(({ key, value }) => ({ key, value })));
       sent += batch.length;
       sentSinceCollect += batch.reduce((n, m) => n + m.value.length, 0);
       if (sentSinceCollect >= COLLECT_EVERY_BYTES) {
@@ -109,8 +110,6 @@ export class PublishCommand extends CommandRunner {
         }
       }
     };
-    // Opened first: a log that cannot be reached is one clear error, not a refusal per line.
-    sink = await openEventSink(this.config);
     // Events sent, their rate, and (for a file) the share read and an ETA; plain lines on a pipe.
     const progress = createProgress({ label: 'publish', unit: 'events' });
     try {
@@ -142,7 +141,7 @@ export class PublishCommand extends CommandRunner {
       await flush();
     } finally {
       progress.stop();
-      await sink?.close();
+      await sink.close();
     }
     const target = this.config.kafka ? `Kafka topic ${this.config.kafka.topic}` : `embedded event log (${this.config.eventLogTopic})`;
     const notSent = unsent.length > 0 ? `; not sent ${unsent.length} valid line(s): ${unsent.slice(0, 20).join(', ')}${unsent.length > 20 ? ', ...' : ''}` : '';

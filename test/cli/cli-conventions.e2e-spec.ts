@@ -32,7 +32,7 @@ describe('CLI conventions (e2e: the built CLI)', () => {
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(r.stdout).toMatch(/^Usage:/);
     // One entry per option, its wrapped lines joined.
-    const options = r.stdout.split(/^Options:$/m)[1].split(/^Commands:$/m)[0].split(/\n(?=  -)/).map((o) => o.replace(/\s+/g, ' ').trim());
+    const options = r.stdout.split(/^Options:$/m)[1].split(/^Commands:$/m)[0].split(/\n(?= {2}-)/).map((o) => o.replace(/\s+/g, ' ').trim());
     expect(options.length).toBeGreaterThan(0);
     expect(options.filter((o) => (o.match(/default/g)?.length ?? 0) > 1)).toEqual([]);
   });

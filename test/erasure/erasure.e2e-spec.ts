@@ -146,7 +146,7 @@ describe('forget a customer (e2e: HTTP, CLI, rebuild; real PostgreSQL, embedded 
     expect(JSON.stringify(op.security)).toContain('customers:erase');
     expect(op.responses['202'].content['application/json'].schema.required).toEqual(['eventId']);
     expect(op.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toContain('path:applicationUsername');
-    for (const status of ['400', '401', '403']) expect(op.responses[status]).toBeDefined();
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['400', '401', '403']));
   });
 
   it('rebuild and rebuild --verify (the built CLI): still erased, no drift', async () => {

@@ -62,7 +62,7 @@ it('resumes Get Notification History from the last checkpoint after SIGKILL: few
 
   const child = spawn(process.execPath, [path.join(root, 'dist/cli.js'), 'import', 'apple-notifications', '--app', 'app-1', '--since', since], { env: serviceEnv({ ...env, IMPORT_CONCURRENCY: '1' }), cwd: root, stdio: 'ignore' });
   const exited = new Promise((resolve) => child.on('exit', resolve));
-  await expectEventually(async () => expect(await checkpoint()).toBeDefined(), 60_000, 10);
+  await expectEventually(async () => expect(await checkpoint()).toEqual(expect.any(String)), 60_000, 10);
   child.kill('SIGKILL');
   await exited;
   const saved = JSON.parse((await checkpoint())!) as { line: number; paginationToken: string };

@@ -88,7 +88,10 @@ function appleData(t: MockTransaction, o: { renewal?: Data; expired?: boolean; r
 function appleImportEvents(c: AppleCustomer, signed = SIGNED): RawEvent[] {
   const events: RawEvent[] = [];
   const latest = new Map<string, MockTransaction>();
-  for (const t of c.transactions) if (t.expiresDate !== undefined && !(latest.get(t.originalTransactionId)?.purchaseDate! >= t.purchaseDate)) latest.set(t.originalTransactionId, t);
+  for (const t of c.transactions) {
+    const seen = latest.get(t.originalTransactionId);
+    if (t.expiresDate !== undefined && !(seen !== undefined && seen.purchaseDate >= t.purchaseDate)) latest.set(t.originalTransactionId, t);
+  }
   for (const t of c.transactions) {
     const isLatest = latest.get(t.originalTransactionId) === t;
     const state = isLatest ? (c.statuses.get(t.originalTransactionId) ?? { status: 1, renewal: { autoRenewStatus: 1 } }) : undefined;
@@ -280,7 +283,7 @@ function generate(seed: number) {
     const user = `g-user-${seed}-${n}`;
     const token = `tok-${seed}-${n}-${r.int(0, 1e9).toString(36)}`;
     const renewals = r.int(1, 6);
-    const activeSub = (n2 = n, t = token) => sub({ n: n2, user, state: 'SUBSCRIPTION_STATE_ACTIVE', renewals, startDaysAgo: renewals * 30 + r.int(1, 20), expires: NOW + r.int(2, 28) * DAY, autoRenew: true });
+    const activeSub = (n2 = n) => sub({ n: n2, user, state: 'SUBSCRIPTION_STATE_ACTIVE', renewals, startDaysAgo: renewals * 30 + r.int(1, 20), expires: NOW + r.int(2, 28) * DAY, autoRenew: true });
     if (kind === 'new') google.push({ token, sub: sub({ n, user, state: 'SUBSCRIPTION_STATE_ACTIVE', renewals: 0, startDaysAgo: r.int(1, 25), expires: NOW + r.int(5, 29) * DAY, autoRenew: true }) });
     else if (kind === 'renewed') google.push({ token, sub: activeSub() });
     else if (kind === 'canceled') google.push({ token, sub: sub({ n, user, state: 'SUBSCRIPTION_STATE_CANCELED', renewals, startDaysAgo: renewals * 30 + 5, expires: NOW + r.int(2, 25) * DAY, autoRenew: false, canceled: { userInitiatedCancellation: { cancelTime: iso(NOW - 2 * DAY) } } }) });
@@ -468,7 +471,7 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
   });
 
   it('live notifications for the same customers continue on top: no duplicates, the newest state wins; the imports again change nothing', async () => {
-    expect(files).toBeDefined();
+    expect(files).toEqual({ apple: expect.any(String), google: expect.any(String) });
     const live: RawEvent[] = [];
     const postApple = async (n: { notificationType: string; subtype?: string; notificationUUID: string; signedDate: number; transaction: MockTransaction; renewal: Data }) => {
       const res = await fetch(`${api.baseUrl}/v2/notifications/apple/app-a`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ signedPayload: apple.signNotification(n) }) });

@@ -14,7 +14,7 @@ const DAY = 86_400_000;
 
 describe('GOOGLE_VOIDED_POLL_INTERVAL (e2e: the service polls voidedpurchases.list on loopback, real PostgreSQL)', () => {
   let db: TestDatabase;
-  let apps: TestApp[] = [];
+  const apps: TestApp[] = [];
   let google: Awaited<ReturnType<typeof startGooglePlayMock>>;
   let env: Record<string, string>;
 

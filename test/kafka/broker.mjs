@@ -40,6 +40,7 @@ export function kafkaClasspath() {
         timeout: 600_000,
       });
     } catch (error) {
+      // eslint-disable-next-line no-control-regex -- Maven's colour codes, taken out of the output shown
       const output = `${error.stdout ?? ''}${error.stderr ?? ''}`.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
       throw new Error(`Maven could not resolve Kafka's classpath (test/kafka/pom.xml):\n${output.trim() || error.message}`);
     }

@@ -38,7 +38,12 @@ function descendants(pid: number): number[] {
   const queue = [pid];
   while (queue.length) {
     const next = queue.shift()!;
-    for (const [child, parent] of byPid) if (parent === next) (found.push(child), queue.push(child));
+    for (const [child, parent] of byPid) {
+      if (parent === next) {
+        found.push(child);
+        queue.push(child);
+      }
+    }
   }
   return found;
 }

@@ -34,7 +34,7 @@ describe('metrics and readiness (e2e, real broker and PostgreSQL)', () => {
     await api.get('/v2/transactions', api.token('app-1'));
     const scrape = async () => (await fetch(`${api.baseUrl}/metrics`)).text();
 
-    let text = await scrape();
+    const text = await scrape();
     expect(metric(text, 'subscription_records_projection_consumer_lag_messages', { topic, partition: '0' })).toBe(0);
     expect(metric(text, 'subscription_records_projection_events_total', { type: 'transaction.updated', outcome: 'applied' })).toBeGreaterThan(0);
     expect(metric(text, 'subscription_records_http_request_duration_seconds_count', { route: '/v2/transactions', status: '200' })).toBe(1);

@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { startTestApp, type TestApp } from '../utils/app.js';
+import { startTestApp } from '../utils/app.js';
 import { listAll, type Row } from '../utils/change-feed.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { expectEventually } from '../utils/expect-eventually.js';

@@ -1,5 +1,9 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { CURRENT_XID, FEED_TABLES, KEY_COLUMN, dropStampTriggerSql, installStampTriggerSql } from '../../change-feed/change-positions.sql.js';
+
+// As of this migration, frozen (a migration imports nothing from src/: later releases change it).
+const CURRENT_XID = 'pg_current_xact_id()::text::bigint';
+const FEED_TABLES = ['customers', 'transactions'] as const;
+const KEY_COLUMN = { customers: 'application_username', transactions: 'transaction_id' } as const;
 
 /**
  * The shown columns as of this migration, frozen: the trigger function it installs must not name
@@ -64,13 +68,15 @@ export class ChangeFeed1764200000000 implements MigrationInterface {
       // Always empty in read_model; in a generation it finds the rows to stamp at the switch.
       await q.query(`CREATE INDEX ${table}_unstamped_idx ON read_model.${table} (app_id) WHERE change_position IS NULL`);
       await q.query(stampFunctionSql(table));
-      await q.query(installStampTriggerSql('read_model', table, 'live'));
+      await q.query(`
+        CREATE TRIGGER stamp_change BEFORE INSERT OR UPDATE ON read_model.${table}
+        FOR EACH ROW EXECUTE FUNCTION public.stamp_${table}_change('live')`);
     }
   }
 
   async down(q: QueryRunner): Promise<void> {
     for (const table of FEED_TABLES) {
-      await q.query(dropStampTriggerSql('read_model', table));
+      await q.query(`DROP TRIGGER IF EXISTS stamp_change ON read_model.${table}`);
       await q.query(`DROP FUNCTION public.stamp_${table}_change()`);
       await q.query(`ALTER TABLE read_model.${table} DROP COLUMN change_position`);
     }
