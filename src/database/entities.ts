@@ -4,15 +4,15 @@ import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, Pri
 // projection write plain SQL against them. Timestamps are timestamptz throughout.
 
 @Entity({ schema: 'read_model', name: 'customers' })
-// (app_id, first_seen_at, application_username) INCLUDE (expiration_date) and (app_id, expiration_date)
-// INCLUDE (first_seen_at): TypeORM cannot express INCLUDE, so the migration owns these indexes and the
-// schema diff leaves them alone
+// customers_page_idx, customers_access_end_idx and customers_grace_idx carry the columns the filters
+// read (INCLUDE): TypeORM cannot express INCLUDE, so the migrations own these indexes and the schema
+// diff leaves them alone
 @Index('customers_page_idx', { synchronize: false })
 @Index('customers_changes_idx', ['appId', 'changePosition', 'applicationUsername'])
 @Index('customers_unstamped_idx', ['appId'], { where: 'change_position IS NULL' })
 @Index('customers_access_end_idx', { synchronize: false })
 @Index('customers_product_idx', ['appId', 'currentProductId', 'firstSeenAt', 'applicationUsername'])
-@Index('customers_grace_idx', ['appId', 'graceFrom'], { where: 'grace_from IS NOT NULL' })
+@Index('customers_grace_idx', { synchronize: false })
 export class CustomerEntity {
   @PrimaryColumn({ name: 'app_id', type: 'text' }) appId: string;
   @PrimaryColumn({ name: 'application_username', type: 'text' }) applicationUsername: string;

@@ -59,42 +59,20 @@ const CELL: StatusColumns = { end: `nullif(c.end_day, '-infinity')`, graceFrom: 
 
 export type FilteredPageStartRow = PageStartRow & { days: string[] | null };
 
-/**
- * A page of a filtered listing read on the rows: the matches of the first-seen days filteredPageStartSql listed (the
- * day the page starts in and those with matches up to the page's end), `offset` matches into the
- * first. Each day is read on its own range of customers_page_idx, so days without a match between
- * them are never walked.
- */
-export function rowsPageSql(q: ListCustomersQuery, now: Date, days: string[], offset: number): { name: string; sql: string; params: unknown[] } {
-  const f = filterConditions(q.filters, now, 2);
-  const at = 2 + f.params.length;
-  return {
-    name: `customers-filtered-page:${f.key}`,
-    sql: `SELECT x.* FROM unnest($${at}::date[]) AS d(day) CROSS JOIN LATERAL (
-            SELECT ${CUSTOMER_COLUMNS}, first_seen_at AS o1, application_username AS o2 FROM read_model.customers
-            WHERE app_id = $1${f.sql}
-              AND first_seen_at >= (d.day::timestamp AT TIME ZONE 'UTC') AND first_seen_at < ((d.day + 1)::timestamp AT TIME ZONE 'UTC')
-            -- no day gives more than the page needs; the LIMIT also keeps the planner from merging the days into one walk
-            ORDER BY first_seen_at, application_username LIMIT $${at + 1}::bigint + $${at + 2}::bigint) x
-          ORDER BY x.o1, x.o2 OFFSET $${at + 1} LIMIT $${at + 2}`,
-    params: [q.appId, ...f.params, days, offset, q.limit],
-  };
-}
-
 /** A Monday, midnight UTC (the first day of the Common Era): date_bin's origin for UTC weeks and days. */
 const MONDAY = `TIMESTAMPTZ '0001-01-01 00:00:00+00'`;
 
 /**
  * Total customers matching the filters at `now` and the first-seen day holding match `skip` (with
- * the matches before it), from customer_end_weeks, for every filter set: per
- * first-seen week, the cells decided by their days (their access end and grace start on other days
- * than the instant's and the bounds') plus the customers whose access ends on one of those days or
- * whose grace starts on the instant's, counted on their rows with the filters as the page applies
- * them (customers_access_end_idx, which carries first_seen_at, and customers_grace_idx). That gives
- * the exact total and the week the page starts in; that week's matches are counted per day on their
- * rows (customers_page_idx, which carries expiration_date: no table read for the bounds alone) to
- * find the day. All in one snapshot. The days listed are the start week's from the start day and
- * every day of the later weeks the page reaches.
+ * the matches before it), from customer_end_weeks, for every filter set: per first-seen week, the
+ * cells decided by their days (their access end and grace start on other days than the instant's
+ * and the bounds') plus the customers whose access ends on one of those days or whose grace starts
+ * on the instant's, counted with the filters as the page applies them on customers_access_end_idx
+ * and customers_grace_idx. That gives the exact total and the week the page starts in; that week's
+ * matches are counted per day on customers_page_idx to find the day. The three indexes carry every
+ * column a filter reads (first_seen_at, the access end, grace, billing retry, intent, product), so
+ * none of this reads the table. All in one snapshot. The days listed are the start week's from the
+ * start day and every day of the later weeks the page reaches.
  */
 export function filteredPageStartSql(q: ListCustomersQuery, now: Date): { name: string; sql: string; params: unknown[] } {
   const f = q.filters;
@@ -184,13 +162,13 @@ export function filteredPageStartSql(q: ListCustomersQuery, now: Date): { name: 
 }
 
 /**
- * rowsPageSql for the pages filteredPageStartSql places; with expiry bounds alone the page's keys are found on customers_page_idx alone
- * (it carries expiration_date), walking each listed day without reading the table, and only the
- * page's rows are then read, by key.
+ * The page filteredPageStartSql places, `offset` matches into the first of the days it listed (the
+ * day the page starts in and those with matches up to the page's end): the page's keys are found
+ * walking each listed day on its own range of customers_page_idx, which carries every column the
+ * filters read, so neither the days without a match between them nor the non-matching customers are
+ * read from the table; only the page's rows are, by key.
  */
 export function filteredPageSql(q: ListCustomersQuery, now: Date, days: string[], offset: number): { name: string; sql: string; params: unknown[] } {
-  // the other filters read columns the index does not carry
-  if (q.filters.statuses || q.filters.renewalIntent || q.filters.productId) return rowsPageSql(q, now, days, offset);
   const f = filterConditions(q.filters, now, 2);
   const at = 2 + f.params.length;
   return {

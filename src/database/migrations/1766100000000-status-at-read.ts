@@ -3,7 +3,10 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * Statuses are decided at read time (issue 40): the filtered customer pages are all placed by
  * customer_end_weeks, which holds facts (access-end and grace-start days), not a status at a
- * watermark, so the counts by status and the watermarks a sweep moved go. Frozen SQL.
+ * watermark, so the counts by status and the watermarks a sweep moved go. The customers a request
+ * counts or walks on their rows (those on the instant's day, a page's start week, the page's keys)
+ * are decided on the indexes alone: the three indexes it reads carry every column a filter reads.
+ * Frozen SQL.
  */
 export class StatusAtRead1766100000000 implements MigrationInterface {
   name = 'StatusAtRead1766100000000';
@@ -18,6 +21,16 @@ export class StatusAtRead1766100000000 implements MigrationInterface {
     await q.query(`DROP SCHEMA IF EXISTS read_model_verify CASCADE`);
     await q.query(`DROP TABLE read_model.customer_status_days`);
     await q.query(`DROP TABLE read_model.customer_status_watermarks`);
+    await q.query('SET LOCAL statement_timeout = 0');
+    const filtered = 'grace_from, billing_retry, renewal_intent, current_product_id';
+    await q.query(`DROP INDEX read_model.customers_page_idx`);
+    await q.query(`CREATE INDEX customers_page_idx ON read_model.customers (app_id, first_seen_at, application_username) INCLUDE (expiration_date, ${filtered})`);
+    await q.query(`DROP INDEX read_model.customers_access_end_idx`);
+    await q.query(`CREATE INDEX customers_access_end_idx ON read_model.customers (app_id, expiration_date) INCLUDE (first_seen_at, ${filtered})`);
+    await q.query(`DROP INDEX read_model.customers_grace_idx`);
+    await q.query(
+      `CREATE INDEX customers_grace_idx ON read_model.customers (app_id, grace_from) INCLUDE (first_seen_at, expiration_date, billing_retry, renewal_intent, current_product_id) WHERE grace_from IS NOT NULL`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {
@@ -28,6 +41,12 @@ export class StatusAtRead1766100000000 implements MigrationInterface {
       WHERE status = 'running'`);
     await q.query(`DROP SCHEMA IF EXISTS read_model_next CASCADE`);
     await q.query(`DROP SCHEMA IF EXISTS read_model_verify CASCADE`);
+    await q.query(`DROP INDEX read_model.customers_grace_idx`);
+    await q.query(`CREATE INDEX customers_grace_idx ON read_model.customers (app_id, grace_from) WHERE grace_from IS NOT NULL`);
+    await q.query(`DROP INDEX read_model.customers_access_end_idx`);
+    await q.query(`CREATE INDEX customers_access_end_idx ON read_model.customers (app_id, expiration_date) INCLUDE (first_seen_at)`);
+    await q.query(`DROP INDEX read_model.customers_page_idx`);
+    await q.query(`CREATE INDEX customers_page_idx ON read_model.customers (app_id, first_seen_at, application_username) INCLUDE (expiration_date)`);
     await q.query(`CREATE TABLE read_model.customer_status_watermarks (app_id text PRIMARY KEY, at timestamptz NOT NULL)`);
     await q.query(`
       CREATE TABLE read_model.customer_status_days (
