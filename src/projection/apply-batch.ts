@@ -14,6 +14,9 @@ import { stageEvents, type StagedEvent } from './bulk/stage-events.js';
 import { applyReplacements } from './replacements.js';
 import { applyErasures, erasuresFor } from './erasures.js';
 import { openSealedMessages } from '../customers/crypto-shredding/sealed-username.js';
+import { forgetKeysErased } from '../customers/crypto-shredding/forget-keys.js';
+import { recordFeedDeletions } from '../change-feed/feed-deletions.sql.js';
+import { forgetDeliveries } from '../webhooks/forget-deliveries.js';
 
 export type LogMessage = {
   offset: string;
@@ -153,11 +156,16 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
       // Erasures (docs/privacy.md): events naming an erased customer at or before the erasure name no one.
       const erased = await erasuresFor(m, schema, events);
       const counts = await writeChanges(m, schema, projectEvents(events, erased.isErased));
-      const erasedCounts = await applyErasures(m, schema, erased.erasures, schema === LIVE_SCHEMA);
+      const erasure = await applyErasures(m, schema, erased.erasures);
+      await forgetKeysErased(m, erased.erasures);
+      if (schema === LIVE_SCHEMA) {
+        await recordFeedDeletions(m, 'customers', erasure.deleted);
+        await forgetDeliveries(m, erasure.deleted);
+      }
       await writeCounts(m, schema, {
         ...counts,
-        customerDays: [...counts.customerDays, ...erasedCounts.days],
-        customerCells: [...counts.customerCells, ...erasedCounts.cells],
+        customerDays: [...counts.customerDays, ...erasure.days],
+        customerCells: [...counts.customerCells, ...erasure.cells],
       });
       applied = events;
     }

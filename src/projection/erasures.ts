@@ -64,17 +64,21 @@ export async function erasuresFor(m: Manager, schema: string, events: readonly P
   };
 }
 
+/** What an erasure changed besides its own table: the customer count changes and the customer rows deleted. */
+export type ErasureChanges = { days: DayDelta[]; cells: CustomerChange[]; deleted: { app_id: string; key: string }[] };
+
+const NOTHING: ErasureChanges = { days: [], cells: [], deleted: [] };
+
 /**
  * Applies the batch's erasures to what earlier batches stored: receipts whose winning link named the
- * customer at or before the erasure lose their owner; the customer row goes (a deletion entry in
- * the change feed on the live schema) unless an event after the erasure named them. Deliveries
- * queued for the customer go (customer.updated) or lose the name in their order key (transactions).
- * Scans the application's receipts and customers once per batch that holds erasures (rare).
- * Returns the customer count changes (per first-seen day, per filter cell), which the batch writes
- * with its own, last (writeCounts).
+ * customer at or before the erasure lose their owner; the customer row goes unless an event after
+ * the erasure named them. Scans the application's receipts and customers once per batch that holds
+ * erasures (rare). Writes the read model's tables only: the rows deleted and the count changes (per
+ * first-seen day, per filter cell) are returned, for the change feed, the webhooks and the counts to
+ * follow in the same transaction (applyBatch).
  */
-export async function applyErasures(m: Manager, schema: string, erasures: readonly BatchErasure[], live: boolean): Promise<{ days: DayDelta[]; cells: CustomerChange[] }> {
-  if (erasures.length === 0) return { days: [], cells: [] };
+export async function applyErasures(m: Manager, schema: string, erasures: readonly BatchErasure[]): Promise<ErasureChanges> {
+  if (erasures.length === 0) return NOTHING;
   const latest = new Map<string, BatchErasure>();
   for (const e of erasures) {
     const known = latest.get(k2(e.app_id, e.username_hash));
@@ -88,13 +92,6 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
      ON CONFLICT (app_id, username_hash) DO UPDATE SET erased_at = greatest(s.erased_at, excluded.erased_at)`,
     args,
   );
-  // Crypto-shredding keys made before the erasure go too: an erasure another producer sent, or a
-  // database restored from a backup older than the erasure. A re-signup's key is newer and stays.
-  await m.query(
-    `DELETE FROM public.customer_keys k USING unnest($1::text[], $2::text[], $3::timestamptz[]) AS e(app_id, h, erased_at)
-     WHERE k.app_id = e.app_id AND k.username_hash = e.h AND k.created_at <= e.erased_at`,
-    args,
-  );
   // The customers erased, found by hash (one scan of the applications' customers), locked.
   const customers = (await m.query(
     `SELECT c.app_id, c.application_username, ${iso('c.first_seen_at')} AS first_seen_at, ${iso('k.erased_at')} AS erased_at,
@@ -106,7 +103,7 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
      ORDER BY c.app_id, c.application_username FOR UPDATE OF c`,
     args,
   )) as ({ app_id: string; application_username: string; first_seen_at: string; erased_at: string } & CellFacts)[];
-  if (customers.length === 0) return { days: [], cells: [] };
+  if (customers.length === 0) return NOTHING;
   const names = [customers.map((c) => c.app_id), customers.map((c) => c.application_username), customers.map((c) => c.erased_at)];
   // Receipts their links won at or before the erasure: no owner any more.
   await m.query(
@@ -146,7 +143,6 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
   if (gone.length > 0) {
     const goneArgs = [gone.map((c) => c.app_id), gone.map((c) => c.application_username)];
     await m.query(`DELETE FROM ${schema}.customers c USING unnest($1::text[], $2::text[]) AS k(app_id, name) WHERE c.app_id = k.app_id AND c.application_username = k.name`, goneArgs);
-    if (live) await m.query(`INSERT INTO public.feed_deletions (app_id, feed_table, row_key) SELECT a, 'customers', n FROM unnest($1::text[], $2::text[]) AS k(a, n) ON CONFLICT DO NOTHING`, goneArgs);
   }
   if (moved.length > 0) {
     await m.query(
@@ -169,25 +165,5 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
     change.after = { ...stored.facts, firstSeenDay: change.after!.firstSeenDay };
   }
   cells.push(...keptChanges.values());
-  if (live && gone.length > 0) await forgetDeliveries(m, gone);
-  return { days, cells };
-}
-
-/**
- * Webhook deliveries of erased customers: their customer.updated messages go (customer.deleted
- * follows from the feed), their transactions' keep going, ordered by receipt instead of by name.
- */
-async function forgetDeliveries(m: Manager, gone: readonly { app_id: string; application_username: string }[]): Promise<void> {
-  const args = [gone.map((c) => c.app_id), gone.map((c) => `customer:${c.application_username}`)];
-  await m.query(
-    `DELETE FROM public.webhook_deliveries d USING public.webhook_endpoints e, unnest($1::text[], $2::text[]) AS k(app_id, order_key)
-     WHERE e.id = d.endpoint_id AND e.app_id = k.app_id AND d.order_key = k.order_key AND d.event_type <> 'transaction.updated'`,
-    args,
-  );
-  await m.query(
-    `UPDATE public.webhook_deliveries d SET order_key = 'receipt:' || (d.payload::jsonb -> 'data' ->> 'receiptId')
-     FROM public.webhook_endpoints e, unnest($1::text[], $2::text[]) AS k(app_id, order_key)
-     WHERE e.id = d.endpoint_id AND e.app_id = k.app_id AND d.order_key = k.order_key`,
-    args,
-  );
+  return { days, cells, deleted: gone.map((c) => ({ app_id: c.app_id, key: c.application_username })) };
 }

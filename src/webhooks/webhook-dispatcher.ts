@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
+import { feedDeletionsSql } from '../change-feed/feed-deletions.sql.js';
 import { KEEP_FEED_DELETIONS_MS } from '../change-feed/feed-retention.js';
 import { METRICS } from '../metrics/metrics.module.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -20,7 +21,7 @@ export const KEEP_FAILED_MS = 30 * 86_400_000;
  */
 export async function pruneDeliveries(db: DataSource): Promise<void> {
   await db.query(webhooksSql.prune, [KEEP_DELIVERED_MS, KEEP_FAILED_MS]);
-  await db.query(webhooksSql.pruneFeedDeletions, [KEEP_FEED_DELETIONS_MS]);
+  await db.query(feedDeletionsSql.prune, [KEEP_FEED_DELETIONS_MS]);
 }
 
 /**

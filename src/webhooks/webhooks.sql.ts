@@ -96,18 +96,6 @@ export const webhooksSql = {
       LIMIT 10000)`,
 
   /**
-   * Change-feed deletion entries older than $1 ms go (they name erased customers), and the highest
-   * position gone is remembered: cursors below it are refused (docs/change-feed.md, "Deletions").
-   */
-  pruneFeedDeletions: `
-    WITH gone AS (
-      DELETE FROM public.feed_deletions WHERE ctid IN (
-        SELECT ctid FROM public.feed_deletions WHERE deleted_at < now() - $1 * interval '1 millisecond' LIMIT 10000)
-      RETURNING change_position)
-    UPDATE public.feed_deletions_purged SET through = greatest(through, (SELECT max(change_position) FROM gone))
-    WHERE EXISTS (SELECT 1 FROM gone)`,
-
-  /**
    * Failed deliveries sent again (or the one named by $2): only a row's newest delivery, since an
    * older state sent after a newer one would leave a receiver that applies in arrival order behind.
    */

@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import { KEEP_FEED_DELETIONS_MS } from '../../src/change-feed/feed-retention.js';
 import { pruneDeliveries } from '../../src/webhooks/webhook-dispatcher.js';
-import { webhooksSql } from '../../src/webhooks/webhooks.sql.js';
+import { feedDeletionsSql } from '../../src/change-feed/feed-deletions.sql.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { project, txEvent } from '../utils/events.js';
@@ -88,7 +88,7 @@ describe('purge of change-feed deletion entries (e2e: real PostgreSQL, the feed 
     try {
       await purge.startTransaction();
       await purge.query('LOCK TABLE public.feed_deletions IN ACCESS EXCLUSIVE MODE');
-      await purge.query(webhooksSql.pruneFeedDeletions, [KEEP_FEED_DELETIONS_MS]);
+      await purge.query(feedDeletionsSql.prune, [KEEP_FEED_DELETIONS_MS]);
       const answer = page(client.cursor);
       const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity
         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%public.feed_deletions d%' AND query LIKE '%read_model.customers%'`;

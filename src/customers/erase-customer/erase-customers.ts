@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { normalizeTime } from '../../events/event-time.js';
 import { REDACTED_PREFIX, erasureHash, erasureKey } from './erasure-hash.js';
+import { forgetKeys } from '../crypto-shredding/forget-keys.js';
 
 export type ErasureRequest = {
   appId: string;
@@ -52,7 +53,7 @@ export async function eraseCustomers(db: DataSource, request: ErasureRequest): P
   );
   // Crypto-shredding: the events the service published sealed for them can no longer be opened
   // (docs/privacy.md). After the append: a failed append leaves the key, so a retry finds it whole.
-  await db.query(`DELETE FROM public.customer_keys WHERE app_id = $1 AND username_hash = ANY($2::text[])`, [request.appId, events.map((e) => e.hash)]);
+  await forgetKeys(db, request.appId, events.map((e) => e.hash));
   let redactedEvents = 0;
   let redactedDeadLetters = 0;
   const cutoff = normalizeTime(time)!;

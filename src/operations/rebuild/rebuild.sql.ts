@@ -1,8 +1,6 @@
 // SQL of the rebuild: generations are schemas shaped like the live `read_model` (LIKE ... INCLUDING
 // ALL copies columns, defaults, keys and indexes, so a table added by a migration is included).
 
-import { KEY_COLUMN, type FeedTable } from '../../change-feed/change-positions.sql.js';
-
 export const rebuildSql = {
   tryLock: `SELECT pg_try_advisory_lock($1) AS locked`,
   unlock: `SELECT pg_advisory_unlock($1)`,
@@ -24,18 +22,4 @@ export const rebuildSql = {
     WITH g AS (UPDATE public.read_model_generation SET generation = generation + 1, switched_at = now() RETURNING generation)
     SELECT generation FROM g`,
   generation: `SELECT generation, switched_at FROM public.read_model_generation`,
-  /**
-   * Rows live lists and the new generation does not (a rebuild from a partial log, or a drift it
-   * corrects): deletion entries at the switch's position, so feed clients and webhook endpoints
-   * that hold the row delete it, as after an erasure (docs/change-feed.md, "Rebuilds"). Run under
-   * the live-projection lock, before the schemas are renamed; one anti-join per table.
-   */
-  announceDropped: (schema: string, table: FeedTable) => {
-    const key = KEY_COLUMN[table];
-    return `
-    INSERT INTO public.feed_deletions (app_id, feed_table, row_key)
-    SELECT l.app_id, '${table}', l.${key} FROM read_model.${table} l
-    WHERE NOT EXISTS (SELECT 1 FROM ${schema}.${table} g WHERE g.app_id = l.app_id AND g.${key} = l.${key})
-    ON CONFLICT DO NOTHING`;
-  },
 };

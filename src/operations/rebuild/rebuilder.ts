@@ -19,6 +19,7 @@ import { foldStaged, isStaging, prepareBulkLoad } from '../../projection/bulk/fo
 import { compareGenerations, type TableDifference } from './compare.js';
 import type { ProgressReporter } from './progress.js';
 import { rebuildSql } from './rebuild.sql.js';
+import { feedDeletionsSql } from '../../change-feed/feed-deletions.sql.js';
 
 export type RebuildKind = 'rebuild' | 'verify';
 export const GENERATION_SCHEMA: Record<RebuildKind, string> = { rebuild: 'read_model_next', verify: 'read_model_verify' };
@@ -332,7 +333,7 @@ export class Rebuilder {
         await m.query(stamp.rebuilt);
         await m.query(stamp.changedLive, [changesFrom]);
       }
-      for (const table of FEED_TABLES) await m.query(rebuildSql.announceDropped(schema, table));
+      for (const table of FEED_TABLES) await m.query(feedDeletionsSql.announceDropped(schema, table));
       await m.query(`DROP SCHEMA IF EXISTS read_model_previous CASCADE`);
       await m.query(`ALTER SCHEMA read_model RENAME TO read_model_previous`);
       await m.query(`ALTER SCHEMA ${schema} RENAME TO read_model`);
