@@ -4,7 +4,9 @@ type Query = { query: (sql: string, params?: unknown[]) => Promise<unknown> };
 
 /** What a redacted event names instead of the username: no one, matched to its erasure by the hash. */
 export const REDACTED_PREFIX = 'erased:';
-const REDACTED = /^erased:([0-9a-f]{64})$/;
+/** A redacted username, as a pattern both JavaScript and PostgreSQL (`~`) read alike: the live path and the rebuild's fold share it. */
+export const REDACTED_PATTERN = `^${REDACTED_PREFIX}([0-9a-f]{64})$`;
+const REDACTED = new RegExp(REDACTED_PATTERN);
 
 /** A redacted username, or a sealed one whose key is gone: it names no one, whatever its date (docs/privacy.md). */
 export const isRedacted = (username: string) => REDACTED.test(username);

@@ -5,6 +5,7 @@
 // the earliest event dates a transaction, receipt.linked beats a username on a transaction.
 
 import { VISIBLE_COLUMNS, shownRow } from '../../change-feed/change-positions.sql.js';
+import { REDACTED_PATTERN } from '../../customers/erase-customer/erasure-hash.js';
 
 /** What the fold copies from a transaction's winning snapshot: its shown columns and its version. */
 const SNAPSHOT_COLUMNS = [...VISIBLE_COLUMNS.transactions, 'version_time', 'version_id'];
@@ -84,7 +85,7 @@ export const bulkSql = (schema: string) => ({
   foldCustomers: `
     INSERT INTO ${schema}.customers (app_id, application_username, first_seen_at)
     SELECT s.app_id, s.application_username, min(s.version_time) FROM ${schema}.${STAGED_TABLE} s
-    WHERE s.application_username IS NOT NULL AND s.kind IN ('t', 'l') AND s.application_username !~ '^erased:[0-9a-f]{64}$'
+    WHERE s.application_username IS NOT NULL AND s.kind IN ('t', 'l') AND s.application_username !~ '${REDACTED_PATTERN}'
       AND (NOT EXISTS (SELECT 1 FROM ${schema}.erasures) OR NOT EXISTS (
         SELECT 1 FROM ${schema}.erasures e
         WHERE e.app_id = s.app_id AND e.username_hash = public.erasure_hash(s.app_id, s.application_username) AND s.version_time <= e.erased_at))
@@ -102,7 +103,7 @@ export const bulkSql = (schema: string) => ({
    */
   eraseReceiptOwners: `
     UPDATE ${schema}.receipts r SET application_username = NULL
-    WHERE r.application_username IS NOT NULL AND (r.application_username ~ '^erased:[0-9a-f]{64}$' OR EXISTS (
+    WHERE r.application_username IS NOT NULL AND (r.application_username ~ '${REDACTED_PATTERN}' OR EXISTS (
       SELECT 1 FROM ${schema}.erasures e
       WHERE e.app_id = r.app_id AND e.username_hash = public.erasure_hash(r.app_id, r.application_username) AND r.version_time <= e.erased_at))`,
 
