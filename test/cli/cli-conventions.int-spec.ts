@@ -5,7 +5,7 @@ import { runCli } from '../utils/processes.js';
 
 // The built CLI (dist/cli.js) as a user runs it: help exits 0, a wrong command line exits 2 and a
 // failing run exits 1, each with one line on stderr and never a stack or an object dump.
-describe('CLI conventions (e2e: the built CLI)', () => {
+describe('CLI conventions (integration: the built CLI)', () => {
   const env = { DATA_DIR: mkdtempSync(path.join(tmpdir(), 'sr-cli-')) };
   const oneCleanLine = (stderr: string) => {
     const lines = stderr.trim().split('\n');

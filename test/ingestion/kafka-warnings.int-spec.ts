@@ -23,7 +23,7 @@ function warningsWith(importClient: boolean): string[] {
     .map((warning) => (warning.includes('requestQueue') ? 'kafkajs' : 'elsewhere'));
 }
 
-describe('kafka client (e2e: the built module in its own Node process)', () => {
+describe('kafka client (integration: the built module in its own Node process)', () => {
   it("drops the TimeoutNegativeWarning of kafkajs's request queue (kafkajs#1751), and only that", () => {
     expect(warningsWith(true)).toEqual(['elsewhere']);
     // the control: without the client's filter, Node 23+ prints kafkajs's too

@@ -4,6 +4,7 @@ import { linkEvent, txEvent } from '../utils/events.js';
 import { countRows, projectFromScratch, snapshotReadModels } from '../utils/read-models.js';
 import { prng, scenarioEvents, toBuffers } from '../utils/scenario.js';
 import { erasureEvent } from '../utils/change-feed.js';
+import { projectionSpec } from '../utils/projection-spec.js';
 
 // given / when / then against real PostgreSQL through the projection's write path.
 
@@ -55,22 +56,28 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
     const first = txEvent({ id: 'same', time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-02-01T00:00:00Z' } });
     const second = txEvent({ id: 'same', time: '2024-06-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2030-01-01T00:00:00Z' } });
     for (const [db, order] of [[a, [first, second]], [b, [second, first]]] as const) {
-      await applyBatch(db.dataSource, batch(toBuffers([order[0]])));
-      await applyBatch(db.dataSource, batch(toBuffers([order[1]]), 1));
-      const [row] = await db.dataSource.query(`SELECT expiration_date FROM read_model.transactions`);
-      expect(row.expiration_date.toISOString()).toBe('2030-01-01T00:00:00.000Z');
+      await projectionSpec(() => db.dataSource)
+        .given([order[0]])
+        .when([order[1]])
+        .then(async (d) => {
+          const [row] = await d.query(`SELECT expiration_date FROM read_model.transactions`);
+          expect(row.expiration_date.toISOString()).toBe('2030-01-01T00:00:00.000Z');
+        });
     }
   });
 
   it('given a newer snapshot stored, when an older one arrives, then only the first-event date of last resort may move', async () => {
-    await applyBatch(a.dataSource, batch(toBuffers([txEvent({ time: '2024-03-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-04-01T00:00:00Z' } })])));
-    await applyBatch(a.dataSource, batch(toBuffers([txEvent({ time: '2024-02-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-03-01T00:00:00Z', purchaseDate: '2024-01-15T00:00:00Z' } })]), 1));
-    const [row] = await a.dataSource.query(`SELECT expiration_date, purchase_date, occurred_at FROM read_model.transactions`);
-    expect(row.expiration_date.toISOString()).toBe('2024-04-01T00:00:00.000Z');
-    expect(row.purchase_date).toBeNull();
-    // the winning snapshot carries no date: the row is filed at the earliest event's time
-    expect(row.occurred_at.toISOString()).toBe('2024-02-01T00:00:00.000Z');
-    expect(await a.dataSource.query(`SELECT day::text, n::int FROM read_model.transaction_day_counts`)).toEqual([{ day: '2024-02-01', n: 1 }]);
+    await projectionSpec(() => a.dataSource)
+      .given([txEvent({ time: '2024-03-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-04-01T00:00:00Z' } })])
+      .when([txEvent({ time: '2024-02-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-03-01T00:00:00Z', purchaseDate: '2024-01-15T00:00:00Z' } })])
+      .then(async (d) => {
+        const [row] = await d.query(`SELECT expiration_date, purchase_date, occurred_at FROM read_model.transactions`);
+        expect(row.expiration_date.toISOString()).toBe('2024-04-01T00:00:00.000Z');
+        expect(row.purchase_date).toBeNull();
+        // the winning snapshot carries no date: the row is filed at the earliest event's time
+        expect(row.occurred_at.toISOString()).toBe('2024-02-01T00:00:00.000Z');
+        expect(await d.query(`SELECT day::text, n::int FROM read_model.transaction_day_counts`)).toEqual([{ day: '2024-02-01', n: 1 }]);
+      });
   });
 
   it('given a stored transaction, when a newer snapshot changes its product, sandbox flag and day, then its filter count moves with it', async () => {
@@ -107,11 +114,21 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
   it('a receipt moving between customers: the later link wins whatever the order; both customers stay', async () => {
     const older = linkEvent({ time: '2024-01-01T00:00:00Z', receiptId: 'apple:r1', user: 'ann' });
     const newer = linkEvent({ time: '2024-02-01T00:00:00Z', receiptId: 'apple:r1', user: 'bob' });
-    await applyBatch(a.dataSource, batch(toBuffers([newer])));
-    await applyBatch(a.dataSource, batch(toBuffers([older]), 1));
-    expect(await a.dataSource.query(`SELECT receipt_id, application_username FROM read_model.receipts`)).toEqual([{ receipt_id: 'apple:r1', application_username: 'bob' }]);
-    const customers = await a.dataSource.query(`SELECT application_username, first_seen_at FROM read_model.customers ORDER BY first_seen_at`);
-    expect(customers.map((c: { application_username: string }) => c.application_username)).toEqual(['ann', 'bob']);
+    for (const [db, order] of [[a, [newer, older]], [b, [older, newer]]] as const) {
+      await projectionSpec(() => db.dataSource)
+        .given([order[0]])
+        .when([order[1]])
+        .then(async (d) => {
+          expect(await d.query(`SELECT receipt_id, application_username FROM read_model.receipts`)).toEqual([{ receipt_id: 'apple:r1', application_username: 'bob' }]);
+          const customers = await d.query(`SELECT application_username FROM read_model.customers ORDER BY first_seen_at`);
+          expect(customers.map((c: { application_username: string }) => c.application_username)).toEqual(['ann', 'bob']);
+        });
+    }
+  });
+
+  it('given a stored snapshot, when the same event comes again from another producer, then nothing changes', async () => {
+    const event = txEvent({ id: 'e-dup', time: '2024-03-01T00:00:00Z', data: { transactionId: 'apple:t1', applicationUsername: 'ann', expirationDate: '2024-04-01T00:00:00Z' } });
+    await projectionSpec(() => a.dataSource).given([event]).when([event], { numberOfTimes: 3 }).thenNothingChanged();
   });
 
   it('keeps tenants separate even with identical ids', async () => {

@@ -10,7 +10,7 @@ jest.setTimeout(120_000);
 // The bulk path stages events with COPY's text format: values holding its special characters (tab,
 // newline, carriage return, backslash, "\N") or any Unicode must arrive as the live path stores them
 // (identifiers allow tabs and backslashes; usernames and renewal intents anything).
-describe('rebuild bulk path (e2e: CLI, real PostgreSQL, embedded log)', () => {
+describe('rebuild bulk path (integration: CLI, real PostgreSQL, embedded log)', () => {
   let db: TestDatabase;
   const topic = 'bulk-events';
 

@@ -45,7 +45,7 @@ async function expectRebuildAgrees(db: TestDatabase): Promise<void> {
   expect(await snapshotReadModels(db.dataSource)).toEqual(live);
 }
 
-describe('an event id applied again (e2e: live path, rebuild and verify, real PostgreSQL)', () => {
+describe('an event id applied again (integration: live path, rebuild and verify, real PostgreSQL)', () => {
   let a: TestDatabase;
   let b: TestDatabase;
   beforeEach(async () => {

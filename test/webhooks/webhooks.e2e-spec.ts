@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { startTestApp } from '../utils/app.js';
-import { listAll, type Row } from '../utils/change-feed.js';
+import { listAll, queuedEverything, type Row } from '../utils/change-feed.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { expectEventually } from '../utils/expect-eventually.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
@@ -176,7 +176,10 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     await project(db.dataSource, [renewal('alice', 1)]);
     await expectEventually(() => expect(hook.received.length).toBeGreaterThanOrEqual(2));
     await project(db.dataSource, [renewal('alice', 2)]);
-    await new Promise((r) => setTimeout(r, 500));
+    // a positive barrier, not a pause: alice's later changes are queued, and the endpoint was tried again since
+    await expectEventually(async () => expect(await queuedEverything(db.dataSource, 'app-1')).toBe(true));
+    const triedBefore = hook.received.length;
+    await expectEventually(() => expect(hook.received.length).toBeGreaterThan(triedBefore));
     // only the first change of alice (her summary, then her transaction) has been tried
     expect(new Set(hook.received.map((r) => r.id)).size).toBe(1);
     failing = false;
@@ -192,7 +195,7 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     let up = false;
     const api = await app({ WEBHOOK_MAX_AGE: '2s' });
     const hook = await receiver(() => (up ? { status: 200 } : { status: 500, body: 'down for maintenance' }));
-    await addEndpoint(db.dataSource, api.config.webhooks, { appId: 'app-1', url: hook.url });
+    const { id } = await addEndpoint(db.dataSource, api.config.webhooks, { appId: 'app-1', url: hook.url });
     await project(db.dataSource, [renewal('alice', 1)]);
     await expectEventually(async () => {
       const [e] = await db.dataSource.query(`SELECT disabled_at, disabled_reason FROM public.webhook_endpoints`);
@@ -200,17 +203,20 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
       expect(e.disabled_reason).toMatch(/^failing since .*Z: HTTP 500: down for maintenance$/);
     }, 30_000);
     const list = await cli(['list']);
-    expect(list.stdout).toMatch(/\tdisabled since .*HTTP 500: down for maintenance.*redeliver --id 1 enables it/);
+    expect(list.stdout).toMatch(new RegExp(`\\tdisabled since .*HTTP 500: down for maintenance.*redeliver --id ${id} enables it`));
     const tried = hook.received.length;
+    // a witness endpoint of the same app: once it has alice's change, the dispatcher has gone past it
+    const witness = await receiver(() => ({ status: 200 }));
+    await addEndpoint(db.dataSource, api.config.webhooks, { appId: 'app-1', url: witness.url });
     await project(db.dataSource, [renewal('alice', 2)]);
-    await new Promise((r) => setTimeout(r, 500));
+    await expectEventually(() => expect(witness.received.map((r) => r.message.type).sort()).toEqual(['customer.updated', 'transaction.updated']));
     expect(hook.received.length).toBe(tried); // nothing is sent to a disabled endpoint
 
     up = true;
-    const redelivered = await cli(['redeliver', '--id', '1']);
-    expect(redelivered.stdout).toMatch(/webhook endpoint 1: \d+ deliver(y|ies) queued again; the endpoint is enabled/);
+    const redelivered = await cli(['redeliver', '--id', id]);
+    expect(redelivered.stdout).toMatch(new RegExp(`webhook endpoint ${id}: \\d+ deliver(y|ies) queued again; the endpoint is enabled`));
     await expectEventually(async () => {
-      const rows = await db.dataSource.query(`SELECT status, count(*)::int AS n FROM public.webhook_deliveries GROUP BY 1`);
+      const rows = await db.dataSource.query(`SELECT status, count(*)::int AS n FROM public.webhook_deliveries WHERE endpoint_id = $1 GROUP BY 1`, [id]);
       expect(rows).toEqual([{ status: 'delivered', n: 4 }]);
     }, 30_000);
   });
