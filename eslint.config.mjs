@@ -16,14 +16,20 @@ export default tseslint.config(
     rules: {
       // polling loops wait out a refused connection with an empty catch
       'no-empty': ['error', { allowEmptyCatch: true }],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
     },
   },
   {
     // A migration is frozen when it ships: it carries its own SQL and never runs code a later release changes.
     files: ['src/database/migrations/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ regex: '^\\.', message: 'A migration imports nothing from src/: copy the SQL as of its release into it.' }] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^\\.', message: 'A migration imports nothing from src/: copy the SQL as of its release into it.' }] },
+      ],
     },
   },
   {

@@ -19,7 +19,10 @@ function newest(dir) {
   return latest;
 }
 
-const sources = Math.max(newest(path.join(root, 'src')), ...['package.json', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json'].map((f) => statSync(path.join(root, f)).mtimeMs));
+const sources = Math.max(
+  newest(path.join(root, 'src')),
+  ...['package.json', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json'].map((f) => statSync(path.join(root, f)).mtimeMs),
+);
 if (!existsSync(stamp) || !existsSync(path.join(root, 'dist', 'cli.js')) || statSync(stamp).mtimeMs < sources) {
   const started = Date.now();
   const why = existsSync(stamp) ? 'a source is newer than the last build' : 'no build yet';

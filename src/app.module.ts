@@ -40,7 +40,10 @@ export class AppModule {
         StoreNotificationsModule,
         ...extraImports,
       ],
-      providers: [{ provide: APP_FILTER, useClass: ProblemFilter }, { provide: Clock, useValue: clock }],
+      providers: [
+        { provide: APP_FILTER, useClass: ProblemFilter },
+        { provide: Clock, useValue: clock },
+      ],
       exports: [Clock],
     };
   }

@@ -28,7 +28,11 @@ async function main(): Promise<void> {
  * exit hook would otherwise turn a non-zero exitCode into 0.
  */
 async function exitWhenWritten(code: number): Promise<never> {
-  await Promise.all([process.stdout, process.stderr].map((stream) => new Promise<void>((resolve) => (stream.writableLength === 0 ? resolve() : stream.write('', () => resolve())))));
+  await Promise.all(
+    [process.stdout, process.stderr].map(
+      (stream) => new Promise<void>((resolve) => (stream.writableLength === 0 ? resolve() : stream.write('', () => resolve()))),
+    ),
+  );
   process.exit(code);
 }
 

@@ -4,11 +4,15 @@ import { toBool, toInt, toList } from './config/env-transforms.js';
 
 /** The HTTP server's variables (main.ts listens, http-app.ts sets it up). */
 export class HttpEnv {
-  @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT = 3000;
 
   /** Address to listen on: 0.0.0.0 (all IPv4) suits containers; 127.0.0.1 keeps the API on this host. */
-  @IsString() @Matches(/^[A-Za-z0-9.:_-]{1,253}$/, { message: 'HOST must be an address or host name such as 0.0.0.0, 127.0.0.1 or ::' })
+  @IsString()
+  @Matches(/^[A-Za-z0-9.:_-]{1,253}$/, { message: 'HOST must be an address or host name such as 0.0.0.0, 127.0.0.1 or ::' })
   HOST = '0.0.0.0';
 
   /** Origins a browser app may call the API from (CORS); unset: none. */
@@ -21,9 +25,13 @@ export class HttpEnv {
   CORS_ORIGINS?: string[];
 
   /** Time an HTTP request may take before the service answers 503. */
-  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
   REQUEST_TIMEOUT_MS = 15_000;
 
-  @Transform(toBool) @IsBoolean()
+  @Transform(toBool)
+  @IsBoolean()
   DOCS_UI_ENABLED = true;
 }

@@ -87,8 +87,7 @@ async function main(): Promise<void> {
   const keys = app.get<VerificationKeys>(VERIFICATION_KEYS);
   if (keys.generatedSecretPath) {
     log.info(
-      `no JWT_SECRET configured: using the generated secret in ${keys.generatedSecretPath}. ` +
-        'Mint a token with: npm run cli -- token --app <app-id>',
+      `no JWT_SECRET configured: using the generated secret in ${keys.generatedSecretPath}. ` + 'Mint a token with: npm run cli -- token --app <app-id>',
     );
   }
 }

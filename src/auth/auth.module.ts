@@ -7,10 +7,7 @@ import { VERIFICATION_KEYS } from './tokens.js';
 
 @Module({
   imports: [PassportModule.register({ session: false })],
-  providers: [
-    { provide: VERIFICATION_KEYS, inject: [APP_CONFIG], useFactory: (config: AppConfig) => resolveVerificationKeys(config) },
-    JwtStrategy,
-  ],
+  providers: [{ provide: VERIFICATION_KEYS, inject: [APP_CONFIG], useFactory: (config: AppConfig) => resolveVerificationKeys(config) }, JwtStrategy],
   exports: [VERIFICATION_KEYS],
 })
 export class AuthModule {}

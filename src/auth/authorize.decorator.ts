@@ -1,13 +1,4 @@
-import {
-  applyDecorators,
-  CanActivate,
-  createParamDecorator,
-  ExecutionContext,
-  Injectable,
-  Logger,
-  SetMetadata,
-  UseGuards,
-} from '@nestjs/common';
+import { applyDecorators, CanActivate, createParamDecorator, ExecutionContext, Injectable, Logger, SetMetadata, UseGuards } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
 import { ApiSecurity } from '@nestjs/swagger';

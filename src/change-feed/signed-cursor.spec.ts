@@ -61,9 +61,12 @@ describe('signed change cursor', () => {
     });
   });
 
-  it.each(['', 'abc', '!!', 'MDo=', 'A'.repeat(MAX_CURSOR_LENGTH + 1), Buffer.alloc(25, 1).toString('base64url')])('refuses %j naming the parameter', (text) => {
-    expect(refusal(() => signer.verify('customers', 'a', text))).toMatchObject({ parameter: 'changedAfter' });
-  });
+  it.each(['', 'abc', '!!', 'MDo=', 'A'.repeat(MAX_CURSOR_LENGTH + 1), Buffer.alloc(25, 1).toString('base64url')])(
+    'refuses %j naming the parameter',
+    (text) => {
+      expect(refusal(() => signer.verify('customers', 'a', text))).toMatchObject({ parameter: 'changedAfter' });
+    },
+  );
 
   it('carries the origin (where the client began) when given, signed like the rest; cursors without one read back without one', () => {
     const c = { position: '42', key: 'bob', origin: '40' };

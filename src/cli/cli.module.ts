@@ -16,6 +16,26 @@ import { WEBHOOK_SUBCOMMANDS, WebhooksCommand } from './webhooks.command.js';
 @Module({})
 export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [CommanderExitCodes, TokenCommand, PublishCommand, RebuildCommand, GenerateCommand, OffsetsCommand, OffsetsShowCommand, OffsetsResetCommand, WebhooksCommand, ...WEBHOOK_SUBCOMMANDS, SampleNotificationCommand, ...IMPORT_COMMANDS, CustomersCommand, CustomersEraseCommand, MoveToKafkaCommand] };
+    return {
+      module: CliModule,
+      imports: [ConfigModule.forRoot(config)],
+      providers: [
+        CommanderExitCodes,
+        TokenCommand,
+        PublishCommand,
+        RebuildCommand,
+        GenerateCommand,
+        OffsetsCommand,
+        OffsetsShowCommand,
+        OffsetsResetCommand,
+        WebhooksCommand,
+        ...WEBHOOK_SUBCOMMANDS,
+        SampleNotificationCommand,
+        ...IMPORT_COMMANDS,
+        CustomersCommand,
+        CustomersEraseCommand,
+        MoveToKafkaCommand,
+      ],
+    };
   }
 }

@@ -34,7 +34,8 @@ export class CustomersEraseCommand extends CommandRunner {
     }
     if (usernames.length === 0) throw new UsageError('customers erase needs usernames (arguments, or --file with one per line)');
     for (const name of usernames) {
-      if (Buffer.byteLength(name, 'utf8') > 512 || name.includes('\u0000')) throw new UsageError(`a username must be 1-512 UTF-8 bytes without NUL (line of ${Buffer.byteLength(name, 'utf8')} bytes)`);
+      if (Buffer.byteLength(name, 'utf8') > 512 || name.includes('\u0000'))
+        throw new UsageError(`a username must be 1-512 UTF-8 bytes without NUL (line of ${Buffer.byteLength(name, 'utf8')} bytes)`);
     }
     const { db, close } = await openDatabase(this.config, 'customers-erase');
     const sink = await openEventSink(this.config).catch(async (error: unknown) => {
@@ -59,7 +60,9 @@ export class CustomersEraseCommand extends CommandRunner {
         deadLetters += result.redactedDeadLetters;
       }
       // The summary names no username: it may end up in an operator's log.
-      process.stdout.write(`erased ${events} customer(s) of ${options.app}: ${events} customer.erased event(s) appended, ${redacted} stored event(s) and ${deadLetters} dead letter(s) redacted\n`);
+      process.stdout.write(
+        `erased ${events} customer(s) of ${options.app}: ${events} customer.erased event(s) appended, ${redacted} stored event(s) and ${deadLetters} dead letter(s) redacted\n`,
+      );
     } finally {
       await sink.close();
       await close();

@@ -76,7 +76,10 @@ export function sealingSink(db: DataSource, sink: EventSink): EventSink {
           return undefined;
         }
       });
-      await sealEvents(db, events.filter((e) => e !== undefined && typeof e === 'object' && e !== null));
+      await sealEvents(
+        db,
+        events.filter((e) => e !== undefined && typeof e === 'object' && e !== null),
+      );
       await sink.send(messages.map((m, i) => (events[i] === undefined ? m : { ...m, value: Buffer.from(JSON.stringify(events[i])) })));
     },
   };

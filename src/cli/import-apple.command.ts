@@ -3,7 +3,13 @@ import { Environment } from '@apple/app-store-server-library';
 import { CommandRunner, Option, SubCommand } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { AppleApiClient } from '../import/apple/apple-api-client.js';
-import { APPLE_NOTIFICATION_HISTORY_DAYS, appleNotificationEvents, notificationHistoryLines, notificationKey, windowDigest } from '../import/apple/apple-notification-import.js';
+import {
+  APPLE_NOTIFICATION_HISTORY_DAYS,
+  appleNotificationEvents,
+  notificationHistoryLines,
+  notificationKey,
+  windowDigest,
+} from '../import/apple/apple-notification-import.js';
 import { appleTransactionEvents, parseAppleImportLine } from '../import/apple/apple-transaction-import.js';
 import { ImportJournal } from '../import/import-journal.js';
 import { fileDigest, fileLines } from '../import/import-source.js';
@@ -17,11 +23,18 @@ type CommonOptions = { app?: string; dryRun?: boolean };
 /** The app's Apple settings, its API client and a verifier like the notification endpoint's, or a usage error naming the setting. */
 function appleApp(config: AppConfig, appId: string | undefined, command: string): { client: AppleApiClient; verifier: AppleVerifier; appId: string } {
   if (!appId) throw new UsageError(`${command} needs --app <application id>`);
-  if (!config.apple) throw new UsageError(`${command}: no App Store application is configured: set APPLE_APPS, APPLE_ROOT_CERTIFICATES and APPLE_API_KEYS (docs/import.md)`);
+  if (!config.apple)
+    throw new UsageError(`${command}: no App Store application is configured: set APPLE_APPS, APPLE_ROOT_CERTIFICATES and APPLE_API_KEYS (docs/import.md)`);
   const app = config.apple.apps.get(appId);
-  if (!app) throw new UsageError(`${command}: application ${JSON.stringify(appId)} is not in APPLE_APPS (configured: ${[...config.apple.apps.keys()].join(', ') || 'none'})`);
+  if (!app)
+    throw new UsageError(
+      `${command}: application ${JSON.stringify(appId)} is not in APPLE_APPS (configured: ${[...config.apple.apps.keys()].join(', ') || 'none'})`,
+    );
   const key = config.apple.apiKeys.get(appId);
-  if (!key) throw new UsageError(`${command}: application ${appId} has no In-App Purchase key: add ${appId}:<issuerId>:<keyId>:<path to .p8> to APPLE_API_KEYS (docs/import.md)`);
+  if (!key)
+    throw new UsageError(
+      `${command}: application ${appId} has no In-App Purchase key: add ${appId}:<issuerId>:<keyId>:<path to .p8> to APPLE_API_KEYS (docs/import.md)`,
+    );
   const environment = app.environment === 'Production' ? Environment.PRODUCTION : Environment.SANDBOX;
   return {
     appId,
@@ -29,7 +42,6 @@ function appleApp(config: AppConfig, appId: string | undefined, command: string)
     verifier: new AppleVerifier([...config.apple.rootCertificates], environment, app.bundleId, app.appAppleId, () => Date.now()),
   };
 }
-
 
 @SubCommand({
   name: 'apple',
@@ -81,7 +93,8 @@ const DAY_MS = 86_400_000;
 
 function parseDate(flag: string, value: string): number {
   const ms = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(value) ? Date.parse(value) : NaN;
-  if (!Number.isFinite(ms)) throw new UsageError(`${flag} must be a date (2026-01-31) or an instant with offset (2026-01-31T12:00:00Z); got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(ms))
+    throw new UsageError(`${flag} must be a date (2026-01-31) or an instant with offset (2026-01-31T12:00:00Z); got ${JSON.stringify(value)}`);
   return ms;
 }
 
@@ -103,7 +116,8 @@ export class ImportAppleNotificationsCommand extends CommandRunner {
     const now = Date.now();
     const startDate = parseDate('--since', options.since);
     const endDate = options.until ? parseDate('--until', options.until) : now;
-    if (startDate < now - APPLE_NOTIFICATION_HISTORY_DAYS * DAY_MS) throw new UsageError(`--since ${options.since} is more than ${APPLE_NOTIFICATION_HISTORY_DAYS} days ago: Apple keeps no notification history that old`);
+    if (startDate < now - APPLE_NOTIFICATION_HISTORY_DAYS * DAY_MS)
+      throw new UsageError(`--since ${options.since} is more than ${APPLE_NOTIFICATION_HISTORY_DAYS} days ago: Apple keeps no notification history that old`);
     if (endDate <= startDate) throw new UsageError(`--until must be after --since`);
     const window = { startDate, endDate: Math.min(endDate, now), onlyFailures: options.onlyFailures === true };
     const abort = new AbortController();

@@ -19,13 +19,15 @@ type CommonOptions = { app?: string; dryRun?: boolean };
 export function googleApp(config: AppConfig, appId: string | undefined, command: string): { settings: GoogleSettings; packageName: string; appId: string } {
   if (!appId) throw new UsageError(`${command} needs --app <application id>`);
   if (!config.google) {
-    throw new UsageError(`${command}: no Google Play application is configured: set GOOGLE_APPS (appId:packageName), GOOGLE_SERVICE_ACCOUNT_FILE (the service account key) and GOOGLE_PUBSUB_AUDIENCE`);
+    throw new UsageError(
+      `${command}: no Google Play application is configured: set GOOGLE_APPS (appId:packageName), GOOGLE_SERVICE_ACCOUNT_FILE (the service account key) and GOOGLE_PUBSUB_AUDIENCE`,
+    );
   }
   const app = config.google.apps.get(appId);
-  if (!app) throw new UsageError(`${command}: application ${JSON.stringify(appId)} is not in GOOGLE_APPS (configured: ${[...config.google.apps.keys()].join(', ')})`);
+  if (!app)
+    throw new UsageError(`${command}: application ${JSON.stringify(appId)} is not in GOOGLE_APPS (configured: ${[...config.google.apps.keys()].join(', ')})`);
   return { settings: config.google, packageName: app.packageName, appId };
 }
-
 
 @SubCommand({
   name: 'google',

@@ -89,13 +89,19 @@ export class MoveToKafkaCommand extends CommandRunner {
     try {
       await refuseLiveEmbeddedConsumer(db);
       const rebuilds = (await db.query(`SELECT id::text, kind FROM public.rebuilds WHERE status = 'running' ORDER BY id`)) as { id: string; kind: string }[];
-      if (rebuilds.length > 0) throw new MoveRefused(`a ${rebuilds[0].kind} (#${rebuilds[0].id}) is running on the embedded log's positions: let it finish, or \`npm run cli -- rebuild --abort\`, then move`);
+      if (rebuilds.length > 0)
+        throw new MoveRefused(
+          `a ${rebuilds[0].kind} (#${rebuilds[0].id}) is running on the embedded log's positions: let it finish, or \`npm run cli -- rebuild --abort\`, then move`,
+        );
       const { low: embeddedStart, high: embeddedEnd } = await eventLogBounds(db, topic);
       if (embeddedEnd === 0n) {
         process.stdout.write(`the embedded event log holds no events of topic ${topic}: nothing to move\n`);
         return;
       }
-      if (embeddedStart > 0n) throw new MoveRefused(`the embedded event log of topic ${topic} no longer starts at offset 0 (it starts at ${embeddedStart}): its history cannot be copied whole`);
+      if (embeddedStart > 0n)
+        throw new MoveRefused(
+          `the embedded event log of topic ${topic} no longer starts at offset 0 (it starts at ${embeddedStart}): its history cannot be copied whole`,
+        );
 
       // Every refusal that needs no look at the topic's content comes before the first change (the topic created).
       await admin.connect();
@@ -136,7 +142,9 @@ export class MoveToKafkaCommand extends CommandRunner {
       );
       if (!complete) await this.send(db, topic, embeddedEnd, partitionOf, plans, total, already, options.batchSize ?? READ_ROWS);
       await checkTopicHoldsCopy(admin, topic, plans);
-      process.stdout.write(`sent ${[...plans.values()].reduce((n, p) => n + p.sent, 0n)} event(s); the topic holds all ${total} event(s) of the embedded log\n`);
+      process.stdout.write(
+        `sent ${[...plans.values()].reduce((n, p) => n + p.sent, 0n)} event(s); the topic holds all ${total} event(s) of the embedded log\n`,
+      );
 
       if (stored.origin === 'kafka') {
         process.stdout.write(`the offsets stored with the read models are already the topic's: left as they are\n`);
@@ -145,7 +153,9 @@ export class MoveToKafkaCommand extends CommandRunner {
       await switchPositions(db, topic, embeddedEnd, stored, plans);
       const moved = [...plans.values()].map((p) => `partition ${p.partition} -> ${p.base + p.projected}`).join(', ');
       process.stdout.write(`switched the stored offsets from the embedded log's (next ${stored.next}) to the topic's: ${moved}\n`);
-      process.stdout.write(`start the service with KAFKA_BROKERS set: it continues on Kafka and no longer reads the embedded log (what is appended to it from now on reaches no consumer)\n`);
+      process.stdout.write(
+        `start the service with KAFKA_BROKERS set: it continues on Kafka and no longer reads the embedded log (what is appended to it from now on reaches no consumer)\n`,
+      );
     } finally {
       await admin.disconnect().catch(() => undefined);
       await close();
@@ -153,7 +163,16 @@ export class MoveToKafkaCommand extends CommandRunner {
   }
 
   /** Sends, in embedded order, every message at or past what the topic held on its partition. */
-  private async send(db: DataSource, topic: string, end: bigint, partitionOf: (key: string | null) => number, plans: Map<number, PartitionPlan>, total: bigint, already: bigint, batchSize: number): Promise<void> {
+  private async send(
+    db: DataSource,
+    topic: string,
+    end: bigint,
+    partitionOf: (key: string | null) => number,
+    plans: Map<number, PartitionPlan>,
+    total: bigint,
+    already: bigint,
+    batchSize: number,
+  ): Promise<void> {
     // Idempotent: a produce retried after a lost answer is not written twice. A run killed between
     // a send and its answer leaves the topic holding it or not; the next run compares the topic
     // with the embedded log and continues after what it holds, so no progress is kept elsewhere.
@@ -227,7 +246,7 @@ async function walkEmbeddedLog(
   visit: (plan: PartitionPlan, index: bigint, m: { offset: bigint; key: string | null; value: Buffer; timestamp: string }) => void | Promise<void>,
 ): Promise<void> {
   const seen = new Map<number, bigint>();
-  for (let from = 0n; from < end; ) {
+  for (let from = 0n; from < end;) {
     const rows = await readEventLog(db, topic, EMBEDDED_PARTITION, String(from), Number(end - from < BigInt(READ_ROWS) ? end - from : BigInt(READ_ROWS)));
     if (rows.length === 0 || BigInt(rows[0].offset) !== from) throw new Error(`the embedded event log has no message at offset ${from} (below its end ${end})`);
     for (const row of rows) {
@@ -248,7 +267,12 @@ async function walkEmbeddedLog(
  * Compared at both ends of what it holds of the copy: its messages are appended in order, one
  * request at a time, so anything else would differ there.
  */
-async function checkTopicHoldsPrefix(kafka: ReturnType<typeof createKafka>, topic: string, plans: Map<number, PartitionPlan>, complete: boolean): Promise<void> {
+async function checkTopicHoldsPrefix(
+  kafka: ReturnType<typeof createKafka>,
+  topic: string,
+  plans: Map<number, PartitionPlan>,
+  complete: boolean,
+): Promise<void> {
   const wanted: { partition: number; offset: bigint; expected: Expected }[] = [];
   for (const p of plans.values()) {
     if (p.held === 0n || (p.count === 0n && complete)) continue;
@@ -266,7 +290,8 @@ async function checkTopicHoldsPrefix(kafka: ReturnType<typeof createKafka>, topi
   const found = await readMessagesAt(kafka, topic, [...plans.keys()], wanted);
   for (const w of wanted) {
     const m = found.get(messageAt(w.partition, w.offset));
-    const same = m !== undefined && messageSha1(m.value).equals(w.expected.sha1) && (m.key === null ? w.expected.key === null : m.key.toString('utf8') === w.expected.key);
+    const same =
+      m !== undefined && messageSha1(m.value).equals(w.expected.sha1) && (m.key === null ? w.expected.key === null : m.key.toString('utf8') === w.expected.key);
     if (!same) {
       throw new MoveRefused(
         `Kafka topic ${topic} already holds events that are not the embedded log's: partition ${w.partition} offset ${w.offset} is not the embedded event at offset ${w.expected.embeddedOffset}; ` +
@@ -282,7 +307,9 @@ async function checkTopicHoldsCopy(admin: Admin, topic: string, plans: Map<numbe
   for (const p of plans.values()) {
     const expected = p.base + p.held + p.sent;
     if (ends.get(p.partition) !== expected) {
-      throw new MoveRefused(`partition ${p.partition} of Kafka topic ${topic} ends at ${ends.get(p.partition)}, expected ${expected}: something else published to the topic during the move; positions were not switched`);
+      throw new MoveRefused(
+        `partition ${p.partition} of Kafka topic ${topic} ends at ${ends.get(p.partition)}, expected ${expected}: something else published to the topic during the move; positions were not switched`,
+      );
     }
   }
 }
@@ -292,7 +319,9 @@ async function checkTopicHoldsCopy(admin: Admin, topic: string, plans: Map<numbe
  * share it): the embedded log writes only partition 0, a switch writes every partition.
  */
 async function storedPositions(db: DataSource, topic: string, plans: Map<number, PartitionPlan>): Promise<StoredPositions> {
-  const rows = (await db.query(`SELECT partition, next_offset::text AS next_offset, last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1`, [topic])) as {
+  const rows = (await db.query(`SELECT partition, next_offset::text AS next_offset, last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1`, [
+    topic,
+  ])) as {
     partition: number;
     next_offset: string;
     last_message_sha1: Buffer | null;
@@ -305,7 +334,9 @@ async function storedPositions(db: DataSource, topic: string, plans: Map<number,
   if (!embedded) return { origin: 'kafka' };
   if (next > 0n && row.last_message_sha1 === null && plans.size === 1 && plans.get(EMBEDDED_PARTITION)!.base !== 0n) {
     // Either log's position: with one partition starting elsewhere than 0 they differ, and no hash tells them apart.
-    throw new MoveRefused(`the offset stored for partition 0 (${next}) may be the embedded log's or the topic's: check with \`npm run cli -- offsets show\` and set it with \`offsets reset\``);
+    throw new MoveRefused(
+      `the offset stored for partition 0 (${next}) may be the embedded log's or the topic's: check with \`npm run cli -- offsets show\` and set it with \`offsets reset\``,
+    );
   }
   return { origin: 'embedded', next, sha1: row.last_message_sha1, rows: 1 };
 }
@@ -316,10 +347,19 @@ async function storedPositions(db: DataSource, topic: string, plans: Map<number,
  * first not yet projected event lies in the topic, and its anchor the last projected one's hash,
  * which the Kafka consumer finds at the offset before on start.
  */
-async function switchPositions(db: DataSource, topic: string, embeddedEnd: bigint, stored: Extract<StoredPositions, { origin: 'embedded' }>, plans: Map<number, PartitionPlan>): Promise<void> {
+async function switchPositions(
+  db: DataSource,
+  topic: string,
+  embeddedEnd: bigint,
+  stored: Extract<StoredPositions, { origin: 'embedded' }>,
+  plans: Map<number, PartitionPlan>,
+): Promise<void> {
   await db.transaction(async (m) => {
     await m.query('SELECT pg_advisory_xact_lock($1)', [LIVE_PROJECTION_LOCK]);
-    const [head] = (await m.query(`SELECT next_offset::text AS next_offset FROM public.event_log_heads WHERE topic = $1 AND partition = $2 FOR UPDATE`, [topic, EMBEDDED_PARTITION])) as { next_offset: string }[];
+    const [head] = (await m.query(`SELECT next_offset::text AS next_offset FROM public.event_log_heads WHERE topic = $1 AND partition = $2 FOR UPDATE`, [
+      topic,
+      EMBEDDED_PARTITION,
+    ])) as { next_offset: string }[];
     if (BigInt(head.next_offset) !== embeddedEnd) {
       throw new MoveRefused(
         `${BigInt(head.next_offset) - embeddedEnd} event(s) were appended to the embedded log during the move (publish, store notifications, erasure requests): ` +
@@ -327,13 +367,18 @@ async function switchPositions(db: DataSource, topic: string, embeddedEnd: bigin
       );
     }
     await refuseLiveEmbeddedConsumer(m);
-    const rows = (await m.query(`SELECT partition, next_offset::text AS next_offset, last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 FOR UPDATE`, [topic])) as {
+    const rows = (await m.query(
+      `SELECT partition, next_offset::text AS next_offset, last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 FOR UPDATE`,
+      [topic],
+    )) as {
       partition: number;
       next_offset: string;
       last_message_sha1: Buffer | null;
     }[];
     const unchanged =
-      rows.length === stored.rows && (rows.length === 0 || (rows[0].next_offset === String(stored.next) && (rows[0].last_message_sha1 ?? Buffer.alloc(0)).equals(stored.sha1 ?? Buffer.alloc(0))));
+      rows.length === stored.rows &&
+      (rows.length === 0 ||
+        (rows[0].next_offset === String(stored.next) && (rows[0].last_message_sha1 ?? Buffer.alloc(0)).equals(stored.sha1 ?? Buffer.alloc(0))));
     if (!unchanged) throw new MoveRefused('the stored offsets changed during the move (a consumer ran): stop it and run the command again');
     await m.query(`DELETE FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
     const list = [...plans.values()];
@@ -346,7 +391,9 @@ async function switchPositions(db: DataSource, topic: string, embeddedEnd: bigin
 }
 
 async function refuseLiveEmbeddedConsumer(db: Pick<DataSource, 'query'>): Promise<void> {
-  const [{ n }] = (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`, [EVENT_LOG_LISTENER])) as { n: number }[];
+  const [{ n }] = (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`, [
+    EVENT_LOG_LISTENER,
+  ])) as { n: number }[];
   if (n > 0) {
     throw new MoveRefused(
       'the service is consuming the embedded event log of this database: stop it first (with the embedded PostgreSQL, start it again with CONSUMER_ENABLED=false for the move)',
@@ -358,5 +405,8 @@ async function refuseLiveEmbeddedConsumer(db: Pick<DataSource, 'query'>): Promis
 async function refuseLiveKafkaConsumer(admin: Admin, groupId: string, topic: string): Promise<void> {
   const { groups } = await admin.describeGroups([groupId]);
   const members = groups[0]?.members.length ?? 0;
-  if (members > 0) throw new MoveRefused(`the service is consuming Kafka topic ${topic} (consumer group ${groupId} has ${members} member(s)): stop it, move, then start it again`);
+  if (members > 0)
+    throw new MoveRefused(
+      `the service is consuming Kafka topic ${topic} (consumer group ${groupId} has ${members} member(s)): stop it, move, then start it again`,
+    );
 }

@@ -37,7 +37,9 @@ export class OffsetsShowCommand extends CommandRunner {
 
 /** Whether the partition's stored offset is a position in this database's embedded log (with the hash stored beside it). */
 async function embeddedOrigin(db: DataSource, topic: string, p: PartitionPosition): Promise<{ logEnd: bigint } | undefined> {
-  const [row] = (await db.query(`SELECT last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 AND partition = $2`, [topic, p.partition])) as { last_message_sha1: Buffer | null }[];
+  const [row] = (await db.query(`SELECT last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 AND partition = $2`, [topic, p.partition])) as {
+    last_message_sha1: Buffer | null;
+  }[];
   return embeddedLogPosition(db, topic, p.partition, p.stored, row?.last_message_sha1);
 }
 
@@ -70,9 +72,13 @@ export class OffsetsResetCommand extends CommandRunner {
          ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset, last_message_sha1 = NULL, updated_at = now()`,
         [topic, position.partition, target.toString()],
       );
-      process.stdout.write(`partition ${position.partition}: stored offset ${position.stored ?? 'none'} -> ${target} (log ${position.logStart}..${position.logEnd})\n`);
+      process.stdout.write(
+        `partition ${position.partition}: stored offset ${position.stored ?? 'none'} -> ${target} (log ${position.logStart}..${position.logEnd})\n`,
+      );
       if (target > position.logStart && options.to !== 'earliest') {
-        process.stdout.write(`events ${position.logStart}..${target - 1n} of partition ${position.partition} will not be projected; \`npm run cli -- rebuild\` re-projects everything the log holds\n`);
+        process.stdout.write(
+          `events ${position.logStart}..${target - 1n} of partition ${position.partition} will not be projected; \`npm run cli -- rebuild\` re-projects everything the log holds\n`,
+        );
       }
     } finally {
       await close();

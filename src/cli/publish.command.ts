@@ -92,7 +92,9 @@ export class PublishCommand extends CommandRunner {
         await send(batch);
       } catch (error) {
         if (!isRecordError(error)) {
-          throw new Error(`sending lines ${batch[0].line}-${batch[batch.length - 1].line} failed: ${(error as Error).message}; ${sent} event(s) were sent before, none from line ${batch[0].line} on`);
+          throw new Error(
+            `sending lines ${batch[0].line}-${batch[batch.length - 1].line} failed: ${(error as Error).message}; ${sent} event(s) were sent before, none from line ${batch[0].line} on`,
+          );
         }
         if (batch.length === 1) {
           unsent.push(batch[0].line);

@@ -61,7 +61,10 @@ export class RebuildCommand extends CommandRunner {
     }
   }
 
-  @Option({ flags: '--verify', description: 'project into a scratch generation and report differences from the live read models, without switching (exit 3 on drift)' })
+  @Option({
+    flags: '--verify',
+    description: 'project into a scratch generation and report differences from the live read models, without switching (exit 3 on drift)',
+  })
   parseVerify(): boolean {
     return true;
   }

@@ -35,7 +35,9 @@ export class SampleNotificationCommand extends CommandRunner {
     const dir = path.join(this.config.dataDir, 'apple-test-ca');
     const { ca, rootPath, created } = await loadOrCreateAppleTestCa(dir);
     if (created) process.stderr.write(`created a test CA in ${dir}\n`);
-    process.stderr.write(`the service accepts this once started with APPLE_ROOT_CERTIFICATES=${rootPath} and APPLE_APPS=<app id>:${o.bundleId}:${ENVIRONMENT}\n`);
+    process.stderr.write(
+      `the service accepts this once started with APPLE_ROOT_CERTIFICATES=${rootPath} and APPLE_APPS=<app id>:${o.bundleId}:${ENVIRONMENT}\n`,
+    );
 
     const now = Date.now();
     const subscription = o.subscription ?? String(2_000_000_000_000 + randomInt(1_000_000_000));
@@ -76,7 +78,14 @@ export class SampleNotificationCommand extends CommandRunner {
       data.signedTransactionInfo = signAppleJws(ca, transaction);
       data.signedRenewalInfo = signAppleJws(ca, renewalInfo);
     }
-    const payload = { notificationType: o.type, ...(subtype[o.type] ? { subtype: subtype[o.type] } : {}), notificationUUID: randomUUID(), version: '2.0', signedDate: now, data };
+    const payload = {
+      notificationType: o.type,
+      ...(subtype[o.type] ? { subtype: subtype[o.type] } : {}),
+      notificationUUID: randomUUID(),
+      version: '2.0',
+      signedDate: now,
+      data,
+    };
     process.stderr.write(`${o.type} for subscription ${subscription}, user (appAccountToken) ${user}\n`);
     process.stdout.write(JSON.stringify({ signedPayload: signAppleJws(ca, payload) }) + '\n');
   }
@@ -94,13 +103,15 @@ export class SampleNotificationCommand extends CommandRunner {
 
   @Option({ flags: '--type <type>', description: `notification type: ${APPLE_TYPES.join(', ')}`, defaultValue: 'SUBSCRIBED' })
   parseType(value: string): AppleType {
-    if (!(APPLE_TYPES as readonly string[]).includes(value)) throw new UsageError(`--type must be one of ${APPLE_TYPES.join(', ')} (got ${JSON.stringify(value)})`);
+    if (!(APPLE_TYPES as readonly string[]).includes(value))
+      throw new UsageError(`--type must be one of ${APPLE_TYPES.join(', ')} (got ${JSON.stringify(value)})`);
     return value as AppleType;
   }
 
   @Option({ flags: '--subscription <originalTransactionId>', description: 'continue an earlier sample subscription (DID_RENEW, EXPIRED, ...)' })
   parseSubscription(value: string): string {
-    if (!/^\d{1,19}$/.test(value)) throw new UsageError(`--subscription must be a number, the originalTransactionId of an earlier sample (got ${JSON.stringify(value)})`);
+    if (!/^\d{1,19}$/.test(value))
+      throw new UsageError(`--subscription must be a number, the originalTransactionId of an earlier sample (got ${JSON.stringify(value)})`);
     return value;
   }
 }

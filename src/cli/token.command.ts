@@ -28,7 +28,15 @@ export class TokenCommand extends CommandRunner {
     }
     const scopes = options.scope?.length ? options.scope : [...READ_SCOPES];
     process.stdout.write(
-      mintToken({ secret: keys.secret, appId: options.app, scopes, ttlSeconds: options.ttl ?? DEFAULT_TTL_SECONDS, subject: options.sub, issuer: this.config.jwt.issuer, audience: this.config.jwt.audience }) + '\n',
+      mintToken({
+        secret: keys.secret,
+        appId: options.app,
+        scopes,
+        ttlSeconds: options.ttl ?? DEFAULT_TTL_SECONDS,
+        subject: options.sub,
+        issuer: this.config.jwt.issuer,
+        audience: this.config.jwt.audience,
+      }) + '\n',
     );
   }
 

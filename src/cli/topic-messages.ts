@@ -10,13 +10,23 @@ export const messageAt = (partition: number, offset: bigint) => `${partition}:${
  * each one (kafkajs has no fetch-by-offset outside a consumer) and is deleted afterwards. An offset
  * the topic does not hold (compacted, or beyond its end) is missing from the answer.
  */
-export async function readMessagesAt(kafka: Kafka, topic: string, partitions: number[], wanted: { partition: number; offset: bigint }[], timeoutMs = 60_000): Promise<Map<string, TopicMessage>> {
+export async function readMessagesAt(
+  kafka: Kafka,
+  topic: string,
+  partitions: number[],
+  wanted: { partition: number; offset: bigint }[],
+  timeoutMs = 60_000,
+): Promise<Map<string, TopicMessage>> {
   const found = new Map<string, TopicMessage>();
   if (wanted.length === 0) return found;
   const pending = new Map<number, bigint[]>();
   for (const w of wanted) pending.set(w.partition, [...(pending.get(w.partition) ?? []), w.offset]);
   // Once each (the first and the last of one message are the same offset), in order.
-  for (const [p, offsets] of pending) pending.set(p, [...new Set(offsets)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+  for (const [p, offsets] of pending)
+    pending.set(
+      p,
+      [...new Set(offsets)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+    );
   const groupId = `move-to-kafka-check-${process.pid}-${Date.now()}`;
   const consumer = kafka.consumer({ groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 100 });
   let finished!: () => void;
@@ -53,7 +63,10 @@ export async function readMessagesAt(kafka: Kafka, topic: string, partitions: nu
     }
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`reading the messages of topic ${topic} to compare with the embedded log took over ${timeoutMs / 1000} s`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`reading the messages of topic ${topic} to compare with the embedded log took over ${timeoutMs / 1000} s`)),
+        timeoutMs,
+      );
     });
     try {
       await Promise.race([done, timeout]);

@@ -5,7 +5,16 @@ import type { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { openDatabase } from '../database/open-database.js';
 import { WebhookTargetError } from '../webhooks/webhook-target.js';
-import { addEndpoint, WebhookEndpointError, listDeliveries, listEndpoints, redeliver, removeEndpoint, rotateSecret, type EndpointListing } from '../webhooks/webhook-endpoints.js';
+import {
+  addEndpoint,
+  WebhookEndpointError,
+  listDeliveries,
+  listEndpoints,
+  redeliver,
+  removeEndpoint,
+  rotateSecret,
+  type EndpointListing,
+} from '../webhooks/webhook-endpoints.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : '-');
 const idOption = (value: string): string => {
@@ -53,7 +62,9 @@ export class WebhooksAddCommand extends WebhooksSubCommand<{ app?: string; url?:
     const { id, secret } = await addEndpoint(db, this.config.webhooks, { appId: o.app, url: o.url, fromStart: o.fromStart }).catch((error: unknown) => {
       throw error instanceof WebhookTargetError || error instanceof WebhookEndpointError ? new UsageError(error.message) : error;
     });
-    process.stderr.write(`webhook endpoint ${id} for ${o.app}: ${o.url} (${o.fromStart ? 'every row from the start of the change feed' : 'changes from now on'}); signing secret:\n`);
+    process.stderr.write(
+      `webhook endpoint ${id} for ${o.app}: ${o.url} (${o.fromStart ? 'every row from the start of the change feed' : 'changes from now on'}); signing secret:\n`,
+    );
     process.stdout.write(`${secret}\n`);
   }
 
@@ -62,7 +73,10 @@ export class WebhooksAddCommand extends WebhooksSubCommand<{ app?: string; url?:
     return value;
   }
 
-  @Option({ flags: '--url <url>', description: 'https URL to POST to, not an internal address (internal hosts and http only if listed in WEBHOOK_ALLOW_HOSTS)' })
+  @Option({
+    flags: '--url <url>',
+    description: 'https URL to POST to, not an internal address (internal hosts and http only if listed in WEBHOOK_ALLOW_HOSTS)',
+  })
   parseUrl(value: string): string {
     return value;
   }
@@ -138,7 +152,9 @@ export class WebhooksDeliveriesCommand extends WebhooksSubCommand<DeliveriesOpti
     const rows = await listDeliveries(db, o.id, { status: o.status, limit: o.limit ?? 20 });
     if (rows.length === 0) process.stdout.write('no deliveries\n');
     for (const d of rows) {
-      const last = d.last_attempt_at ? `last attempt ${iso(d.last_attempt_at)}: ${d.last_status ?? '-'}${d.last_error ? ` ${d.last_error}` : ''}` : 'not attempted yet';
+      const last = d.last_attempt_at
+        ? `last attempt ${iso(d.last_attempt_at)}: ${d.last_status ?? '-'}${d.last_error ? ` ${d.last_error}` : ''}`
+        : 'not attempted yet';
       const next = d.status === 'pending' && d.attempts > 0 ? `, next ${iso(d.next_attempt_at)}` : '';
       process.stdout.write(`${d.id}\t${d.event_type}\t${d.order_key}\t${d.status}\tattempts ${d.attempts}\tqueued ${iso(d.created_at)}\t${last}${next}\n`);
     }
@@ -151,7 +167,8 @@ export class WebhooksDeliveriesCommand extends WebhooksSubCommand<DeliveriesOpti
 
   @Option({ flags: '--status <status>', description: 'pending, delivered or failed' })
   parseStatus(value: string): string {
-    if (!['pending', 'delivered', 'failed'].includes(value)) throw new UsageError(`--status must be pending, delivered or failed (got ${JSON.stringify(value)})`);
+    if (!['pending', 'delivered', 'failed'].includes(value))
+      throw new UsageError(`--status must be pending, delivered or failed (got ${JSON.stringify(value)})`);
     return value;
   }
 
@@ -170,7 +187,10 @@ export class WebhooksRedeliverCommand extends WebhooksSubCommand<{ id?: string; 
 
   protected async runWith(db: DataSource, o: { id: string; delivery?: string }): Promise<void> {
     const { queued: n, superseded } = await redeliver(db, o.id, o.delivery);
-    const older = superseded > 0 ? ` (${superseded} failed deliver${superseded === 1 ? 'y' : 'ies'} left as they are: a newer state of the same row was queued after them)` : '';
+    const older =
+      superseded > 0
+        ? ` (${superseded} failed deliver${superseded === 1 ? 'y' : 'ies'} left as they are: a newer state of the same row was queued after them)`
+        : '';
     process.stdout.write(`webhook endpoint ${o.id}: ${n} deliver${n === 1 ? 'y' : 'ies'} queued again${older}; the endpoint is enabled\n`);
   }
 
@@ -186,7 +206,14 @@ export class WebhooksRedeliverCommand extends WebhooksSubCommand<{ id?: string; 
   }
 }
 
-export const WEBHOOK_SUBCOMMANDS = [WebhooksAddCommand, WebhooksListCommand, WebhooksRemoveCommand, WebhooksRotateSecretCommand, WebhooksDeliveriesCommand, WebhooksRedeliverCommand];
+export const WEBHOOK_SUBCOMMANDS = [
+  WebhooksAddCommand,
+  WebhooksListCommand,
+  WebhooksRemoveCommand,
+  WebhooksRotateSecretCommand,
+  WebhooksDeliveriesCommand,
+  WebhooksRedeliverCommand,
+];
 
 @Command({
   name: 'webhooks',

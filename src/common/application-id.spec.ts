@@ -31,7 +31,12 @@ describe('application id rule', () => {
   // The event contract enforces the same rule, so a token for an id events can never carry is never minted.
   it.each(cases.filter(([, value]) => !value.includes('\u0000') && value.isWellFormed()))('the event decoder agrees: %s', (_name, value, valid) => {
     const event = {
-      specversion: '1.0', id: 'e1', source: 's', type: 'receipt.linked', time: '2024-01-01T00:00:00Z', appid: value,
+      specversion: '1.0',
+      id: 'e1',
+      source: 's',
+      type: 'receipt.linked',
+      time: '2024-01-01T00:00:00Z',
+      appid: value,
       data: { receiptId: 'google:r', applicationUsername: 'bob' },
     };
     expect(decodeEvent(JSON.stringify(event)).ok).toBe(valid);

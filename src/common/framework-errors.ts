@@ -73,11 +73,18 @@ export function frameworkProblem(
   switch (error.code) {
     case 'FST_ERR_BAD_URL': {
       const name = routes.find(request.method, path, (segment) => !decodes(segment));
-      if (name === undefined) return problem(ErrorCode.BadRequest, 'The request path is not valid: a percent sign must start an escape such as %20, and escapes must encode UTF-8.', { instance });
-      return problem(ErrorCode.InvalidParameter, `${name} is not percent-encoded UTF-8 (an invalid byte sequence or an unpaired surrogate); it must be ${ruleOf(name)}`, {
-        instance,
-        parameter: name,
-      });
+      if (name === undefined)
+        return problem(ErrorCode.BadRequest, 'The request path is not valid: a percent sign must start an escape such as %20, and escapes must encode UTF-8.', {
+          instance,
+        });
+      return problem(
+        ErrorCode.InvalidParameter,
+        `${name} is not percent-encoded UTF-8 (an invalid byte sequence or an unpaired surrogate); it must be ${ruleOf(name)}`,
+        {
+          instance,
+          parameter: name,
+        },
+      );
     }
     case 'FST_ERR_MAX_PARAM_LENGTH': {
       const tooLong = (segment: string) => (decodes(segment) ? decodeURIComponent(segment) : segment).length > maxParamLength;

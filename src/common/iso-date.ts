@@ -1,6 +1,5 @@
 // YYYY-MM-DD, optionally THH:mm[:ss[.fraction]] and Z or ±HH:MM / ±HHMM / ±HH.
-const ISO_8601 =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
 
 /**
  * Parses an ISO 8601 date or date-time into a Date with millisecond precision (extra fraction
@@ -11,9 +10,14 @@ export function parseIsoDateTime(input: string): Date | undefined {
   const m = ISO_8601.exec(input.trim());
   if (!m) return undefined;
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', , sign, oh = '00', om = '00'] = m;
-  const year = Number(y), month = Number(mo), day = Number(d);
-  const hour = Number(h), minute = Number(mi), second = Number(s);
-  const offsetHours = Number(oh), offsetMinutes = Number(om);
+  const year = Number(y),
+    month = Number(mo),
+    day = Number(d);
+  const hour = Number(h),
+    minute = Number(mi),
+    second = Number(s);
+  const offsetHours = Number(oh),
+    offsetMinutes = Number(om);
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
   if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) return undefined;
   const ms = Number((frac + '000').slice(0, 3));
@@ -29,7 +33,6 @@ export function parseIsoDateTime(input: string): Date | undefined {
 function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
-
 
 /** A date-time whose offset sign is a space: `+02:00` sent unencoded, which a query string reads as ` 02:00`. */
 const PLUS_AS_SPACE = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)? \d{2}(?::?\d{2})?$/;

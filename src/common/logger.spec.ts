@@ -18,7 +18,10 @@ describe('PinoNestLogger', () => {
     logger.log('applied migrations: 1', 'database');
     logger.warn('something to look at', 'RouterExplorer');
     await new Promise((r) => setImmediate(r));
-    expect(lines.map((l) => [l.level, l.msg])).toEqual([[30, 'applied migrations: 1'], [40, 'something to look at']]);
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      [30, 'applied migrations: 1'],
+      [40, 'something to look at'],
+    ]);
   });
 
   it('still shows the narration at debug', async () => {

@@ -7,17 +7,25 @@ import { PinoPretty } from 'pino-pretty';
  * no worker thread to lose lines at exit); `json` stays the format for collectors.
  */
 export function createPino(level: string, destination?: DestinationStream, format: 'json' | 'pretty' = 'json'): Logger {
-  const output = format === 'pretty' ? PinoPretty({ sync: true, destination: destination ?? 1, translateTime: 'SYS:HH:MM:ss.l', ignore: 'service' }) : destination;
-  return pino({
-    level,
-    base: { service: 'subscription-records' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    // Belt and braces: request serializers do not log headers, but never let a token through.
-    redact: { paths: ['req.headers.authorization', 'headers.authorization', '*.token', 'token'], remove: true },
-    serializers: {
-      req: (req: { method?: string; url?: string; id?: string }) => ({ method: req.method, url: req.url === undefined ? undefined : redactQuery(req.url), id: req.id }),
+  const output =
+    format === 'pretty' ? PinoPretty({ sync: true, destination: destination ?? 1, translateTime: 'SYS:HH:MM:ss.l', ignore: 'service' }) : destination;
+  return pino(
+    {
+      level,
+      base: { service: 'subscription-records' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      // Belt and braces: request serializers do not log headers, but never let a token through.
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', '*.token', 'token'], remove: true },
+      serializers: {
+        req: (req: { method?: string; url?: string; id?: string }) => ({
+          method: req.method,
+          url: req.url === undefined ? undefined : redactQuery(req.url),
+          id: req.id,
+        }),
+      },
     },
-  }, output as DestinationStream);
+    output as DestinationStream,
+  );
 }
 
 /** Query parameters whose values never reach the logs: secrets sent by mistake, and personal data. */

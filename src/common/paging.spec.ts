@@ -69,7 +69,10 @@ describe('plainPaging, the shortcut for skip/limit-only queries', () => {
     expect(plainPaging({ limit: String(MAX_LIMIT) })).toEqual({ skip: 0, limit: MAX_LIMIT });
   });
 
-  it.each([[{ limit: String(MAX_LIMIT + 1) }], [{ skip: '-1' }], [{ skip: ['1', '2'] }], [{ skip: '1', status: 'active' }], [{ skip: '' }]])('leaves %j to validateRequest', (q) => {
-    expect(plainPaging(q as Record<string, unknown>)).toBeUndefined();
-  });
+  it.each([[{ limit: String(MAX_LIMIT + 1) }], [{ skip: '-1' }], [{ skip: ['1', '2'] }], [{ skip: '1', status: 'active' }], [{ skip: '' }]])(
+    'leaves %j to validateRequest',
+    (q) => {
+      expect(plainPaging(q as Record<string, unknown>)).toBeUndefined();
+    },
+  );
 });

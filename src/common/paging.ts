@@ -10,8 +10,7 @@ export type Paging = { skip: number; limit: number; total: number; next?: string
 export type Page<Row> = { rows: Row[]; paging: Paging };
 
 /** Query strings are text: only plain decimal integers become numbers, anything else fails @IsInt. */
-export const toInteger = ({ value }: { value: unknown }): unknown =>
-  typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value;
+export const toInteger = ({ value }: { value: unknown }): unknown => (typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value);
 
 export class PagingRequest {
   @ApiPropertyOptional({ description: 'Rows to skip', default: 0, minimum: 0, type: 'integer' })

@@ -116,7 +116,8 @@ export class ProblemFilter implements ExceptionFilter {
       }
       // Fastify's own 4xx errors arrive wrapped in an HttpException (FastifyAdapter.mapException) with their message.
       const fastifyError = error.cause instanceof Error && error.cause.name === 'FastifyError' ? (error.cause as Error & { code?: unknown }) : undefined;
-      const detail = status >= 500 ? 'The server could not complete the request.' : fastifyError ? clientErrorDetail(fastifyError, request, status) : error.message;
+      const detail =
+        status >= 500 ? 'The server could not complete the request.' : fastifyError ? clientErrorDetail(fastifyError, request, status) : error.message;
       return { ...problem(code, detail, { instance }), status };
     }
     // First: an error reading the request (the client went away mid-body: ECONNRESET) is the client's, not the database's.

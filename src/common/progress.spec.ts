@@ -55,7 +55,8 @@ describe('CLI progress', () => {
   it('writes a plain line every everyMs while nothing updates it, with the last count, until stopped', async () => {
     const lines: string[] = [];
     const until = async (done: () => boolean) => {
-      for (const started = Date.now(); !done(); await new Promise((r) => setTimeout(r, 10))) if (Date.now() - started > 5_000) throw new Error(`no such line in ${JSON.stringify(lines)}`);
+      for (const started = Date.now(); !done(); await new Promise((r) => setTimeout(r, 10)))
+        if (Date.now() - started > 5_000) throw new Error(`no such line in ${JSON.stringify(lines)}`);
     };
     const progress = createProgress({ label: 'import', unit: 'lines', tty: false, everyMs: 100, write: (l) => lines.push(l) });
     await until(() => lines.length >= 2);

@@ -56,7 +56,14 @@ export type Progress = {
  * `everyMs` still says it is alive, with the last count and a falling rate. `everyMs: 0` writes a
  * line on every update instead.
  */
-export function createProgress(o: { label: string; unit: string; tty?: boolean; everyMs?: number; write?: (line: string) => void; stream?: NodeJS.WritableStream }): Progress {
+export function createProgress(o: {
+  label: string;
+  unit: string;
+  tty?: boolean;
+  everyMs?: number;
+  write?: (line: string) => void;
+  stream?: NodeJS.WritableStream;
+}): Progress {
   const tty = o.tty ?? process.stderr.isTTY === true;
   const write = o.write ?? ((line: string) => process.stderr.write(line));
   const rate = new SlidingRate();
@@ -81,7 +88,13 @@ export function createProgress(o: { label: string; unit: string; tty?: boolean; 
     };
     return {
       update(u) {
-        const payload = { pct: u.fraction === undefined ? '-' : `${Math.floor(u.fraction * 100)}%`, count: u.done, speed: formatRate(rate.update(u.done)), remaining: formatEta(eta(u)), detail: u.detail ?? '' };
+        const payload = {
+          pct: u.fraction === undefined ? '-' : `${Math.floor(u.fraction * 100)}%`,
+          count: u.done,
+          speed: formatRate(rate.update(u.done)),
+          remaining: formatEta(eta(u)),
+          detail: u.detail ?? '',
+        };
         if (!running) bar.start(1000, 0, payload);
         running = true;
         bar.update(Math.round((u.fraction ?? 0) * 1000), payload);
@@ -96,7 +109,9 @@ export function createProgress(o: { label: string; unit: string; tty?: boolean; 
   const line = () => {
     const u = latest;
     const pct = u.fraction === undefined ? '' : `, ${Math.floor(u.fraction * 100)}%`;
-    write(`${new Date().toISOString()} ${o.label}: ${u.done} ${o.unit}${pct}, ${formatRate(rate.update(u.done))} ${o.unit}/s, ETA ${formatEta(eta(u))}${u.detail ? `, ${u.detail}` : ''}\n`);
+    write(
+      `${new Date().toISOString()} ${o.label}: ${u.done} ${o.unit}${pct}, ${formatRate(rate.update(u.done))} ${o.unit}/s, ETA ${formatEta(eta(u))}${u.detail ? `, ${u.detail}` : ''}\n`,
+    );
   };
   // Unref'd: a line is no reason to keep the process alive.
   const tick = () => {

@@ -32,10 +32,13 @@ describe('a parameter given more than once', () => {
     expect(error).toMatchObject({ parameter: name, message: `${name} must be given once; it is given twice` });
   });
 
-  it.each(['startdate', 'enddate', 'transactionId', 'purchaseId', 'productId', 'platform', 'sandbox', 'limit', 'skip'])('GET /v2/transactions: %s twice', (name) => {
-    const error = refusal(() => parseListTransactionsRequest({ [name]: ['2024-01-01', '2024-01-02'] }));
-    expect(error).toMatchObject({ parameter: name, message: `${name} must be given once; it is given twice` });
-  });
+  it.each(['startdate', 'enddate', 'transactionId', 'purchaseId', 'productId', 'platform', 'sandbox', 'limit', 'skip'])(
+    'GET /v2/transactions: %s twice',
+    (name) => {
+      const error = refusal(() => parseListTransactionsRequest({ [name]: ['2024-01-01', '2024-01-02'] }));
+      expect(error).toMatchObject({ parameter: name, message: `${name} must be given once; it is given twice` });
+    },
+  );
 
   it('still takes applicationUsername repeated: it is validated element by element', () => {
     expect(validateRequest(ListCustomersRequest, { applicationUsername: ['alice', 'bob'] })).toMatchObject({ applicationUsername: ['alice', 'bob'] });

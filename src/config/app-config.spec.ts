@@ -3,7 +3,14 @@ import { ConfigError, loadConfig } from './app-config.js';
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ port: 3000, dataDir: './.data', logLevel: 'info', databaseUrl: undefined, kafka: undefined, eventLogTopic: 'purchase-events' });
+    expect(config).toMatchObject({
+      port: 3000,
+      dataDir: './.data',
+      logLevel: 'info',
+      databaseUrl: undefined,
+      kafka: undefined,
+      eventLogTopic: 'purchase-events',
+    });
     expect(Object.isFrozen(config)).toBe(true);
   });
 
@@ -24,15 +31,37 @@ describe('loadConfig', () => {
   });
 
   it('reads Kafka settings when KAFKA_BROKERS is set', () => {
-    const config = loadConfig({ KAFKA_BROKERS: 'a:9092, b:9092', KAFKA_TOPIC: 't', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p', KAFKA_SSL: 'true' });
-    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9092'], topic: 't', groupId: 'subscription-read-models', clientId: 'subscription-records', ssl: true, sessionTimeoutMs: 30000, maxBytesPerPartition: 4194304, partitionsConcurrency: 2, roundShareMessages: 150, sasl: { mechanism: 'plain', username: 'u', password: 'p' } });
+    const config = loadConfig({
+      KAFKA_BROKERS: 'a:9092, b:9092',
+      KAFKA_TOPIC: 't',
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_USERNAME: 'u',
+      KAFKA_SASL_PASSWORD: 'p',
+      KAFKA_SSL: 'true',
+    });
+    expect(config.kafka).toEqual({
+      brokers: ['a:9092', 'b:9092'],
+      topic: 't',
+      groupId: 'subscription-read-models',
+      clientId: 'subscription-records',
+      ssl: true,
+      sessionTimeoutMs: 30000,
+      maxBytesPerPartition: 4194304,
+      partitionsConcurrency: 2,
+      roundShareMessages: 150,
+      sasl: { mechanism: 'plain', username: 'u', password: 'p' },
+    });
     expect(loadConfig({ KAFKA_BROKERS: 'a:9092', KAFKA_ROUND_SHARE_MESSAGES: '40' }).kafka?.roundShareMessages).toBe(40);
     expect(() => loadConfig({ KAFKA_BROKERS: 'a:9092', KAFKA_ROUND_SHARE_MESSAGES: '0' })).toThrow(/KAFKA_ROUND_SHARE_MESSAGES must not be less than 1/);
   });
 
   it('reads DATABASE_READ_URL as a list of replica URLs and DATABASE_READ_MAX_LAG as a duration, naming what is wrong', () => {
     expect(loadConfig({})).toMatchObject({ databaseReadUrls: [], databaseReadMaxLagMs: undefined });
-    const config = loadConfig({ DATABASE_URL: 'postgres://p/db', DATABASE_READ_URL: 'postgres://r1:5432/db, postgresql://u:pw@r2/db', DATABASE_READ_MAX_LAG: '30s' });
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://p/db',
+      DATABASE_READ_URL: 'postgres://r1:5432/db, postgresql://u:pw@r2/db',
+      DATABASE_READ_MAX_LAG: '30s',
+    });
     expect(config).toMatchObject({ databaseReadUrls: ['postgres://r1:5432/db', 'postgresql://u:pw@r2/db'], databaseReadMaxLagMs: 30_000, warnings: [] });
     expect(() => loadConfig({ DATABASE_READ_URL: 'postgres://r1/db,http://r2/db' })).toThrow(/DATABASE_READ_URL must list postgres:\/\/ URLs/);
     expect(() => loadConfig({ DATABASE_READ_URL: ',' })).toThrow(/DATABASE_READ_URL must list at least one/);
@@ -58,13 +87,17 @@ describe('loadConfig', () => {
 
   it('refuses production without a way to verify tokens', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET or JWT_JWKS_URI must be set/);
-    expect(loadConfig({ NODE_ENV: 'production', JWT_JWKS_URI: 'https://id.example.com/jwks.json', ALLOW_EMBEDDED: 'true' }).jwt.jwksUri).toBe('https://id.example.com/jwks.json');
+    expect(loadConfig({ NODE_ENV: 'production', JWT_JWKS_URI: 'https://id.example.com/jwks.json', ALLOW_EMBEDDED: 'true' }).jwt.jwksUri).toBe(
+      'https://id.example.com/jwks.json',
+    );
   });
 
   it('refuses the embedded PostgreSQL and event log in production unless ALLOW_EMBEDDED=true', () => {
     const production = { NODE_ENV: 'production', JWT_SECRET: 'q8vN2LmRt5XwZ0pKc7HyB3sJf9DgA4eU' };
     // KAFKA_BROKER is a typo: the service would otherwise fall back to the embedded log silently
-    expect(() => loadConfig({ ...production, DATABASE_URL: 'postgres://db/x', KAFKA_BROKER: 'k:9092' })).toThrow(/KAFKA_BROKERS must be set when NODE_ENV=production/);
+    expect(() => loadConfig({ ...production, DATABASE_URL: 'postgres://db/x', KAFKA_BROKER: 'k:9092' })).toThrow(
+      /KAFKA_BROKERS must be set when NODE_ENV=production/,
+    );
     expect(() => loadConfig({ ...production, KAFKA_BROKERS: 'k:9092' })).toThrow(/DATABASE_URL must be set when NODE_ENV=production/);
     expect(loadConfig({ ...production, DATABASE_URL: 'postgres://db/x', KAFKA_BROKERS: 'k:9092' }).kafka?.brokers).toEqual(['k:9092']);
     expect(loadConfig({ ...production, ALLOW_EMBEDDED: 'true' }).databaseUrl).toBeUndefined();
@@ -74,7 +107,9 @@ describe('loadConfig', () => {
     const apiOnly = { NODE_ENV: 'production', JWT_SECRET: 'q8vN2LmRt5XwZ0pKc7HyB3sJf9DgA4eU', DATABASE_URL: 'postgres://db/x', CONSUMER_ENABLED: 'false' };
     expect(loadConfig(apiOnly)).toMatchObject({ consumerEnabled: false, kafka: undefined });
     // notifications would be appended to an embedded log that no Kafka consumer reads
-    expect(() => loadConfig({ ...apiOnly, GOOGLE_APPS: 'demo:com.example.demo', GOOGLE_SERVICE_ACCOUNT_FILE: '/dev/null' })).toThrow(/KAFKA_BROKERS must be set when NODE_ENV=production/);
+    expect(() => loadConfig({ ...apiOnly, GOOGLE_APPS: 'demo:com.example.demo', GOOGLE_SERVICE_ACCOUNT_FILE: '/dev/null' })).toThrow(
+      /KAFKA_BROKERS must be set when NODE_ENV=production/,
+    );
     expect(() => loadConfig({ ...apiOnly, CONSUMER_ENABLED: 'true' })).toThrow(/KAFKA_BROKERS must be set when NODE_ENV=production/);
   });
 
@@ -100,10 +135,10 @@ describe('loadConfig', () => {
   it('warns about unknown variables of its own prefixes, by name', () => {
     const config = loadConfig({ KAFKA_BROKER: 'k:9092', DATABASE_URI: 'x', JWT_SECRETS: 'y', WEBHOOK_MAX_AGES: '1', HOME: '/root', KAFKA_TOPIC: 't' });
     expect(config.warnings).toEqual([
-      'unknown variable DATABASE_URI ignored (a typo? see the README\'s configuration table)',
-      'unknown variable JWT_SECRETS ignored (a typo? see the README\'s configuration table)',
-      'unknown variable KAFKA_BROKER ignored (a typo? see the README\'s configuration table)',
-      'unknown variable WEBHOOK_MAX_AGES ignored (a typo? see the README\'s configuration table)',
+      "unknown variable DATABASE_URI ignored (a typo? see the README's configuration table)",
+      "unknown variable JWT_SECRETS ignored (a typo? see the README's configuration table)",
+      "unknown variable KAFKA_BROKER ignored (a typo? see the README's configuration table)",
+      "unknown variable WEBHOOK_MAX_AGES ignored (a typo? see the README's configuration table)",
     ]);
   });
 
@@ -130,7 +165,10 @@ describe('loadConfig', () => {
         return (error as ConfigError).problems;
       }
     };
-    const apple = (keys: string) => problemsOf({ APPLE_APPS: 'demo-app:com.example.demo:Sandbox', APPLE_ROOT_CERTIFICATES: '/nonexistent/root.pem', APPLE_API_KEYS: keys }).filter((p) => p.startsWith('APPLE_API_KEYS'));
+    const apple = (keys: string) =>
+      problemsOf({ APPLE_APPS: 'demo-app:com.example.demo:Sandbox', APPLE_ROOT_CERTIFICATES: '/nonexistent/root.pem', APPLE_API_KEYS: keys }).filter((p) =>
+        p.startsWith('APPLE_API_KEYS'),
+      );
     const ISSUER = '57246542-96fe-1a63-e053-0824d011072a';
 
     it('APPLE_API_KEYS: an issuer id that is not a UUID', () => {
@@ -147,26 +185,46 @@ describe('loadConfig', () => {
     });
 
     it('APPLE_API_KEYS: missing parts, an empty path, a space in the app id', () => {
-      expect(apple(`demo-app:${ISSUER}`)).toEqual([`APPLE_API_KEYS: "demo-app:${ISSUER}" must be appId:issuerId:keyId:path-to-.p8 (4 parts separated by ':'; got 2)`]);
-      expect(apple(`demo-app:${ISSUER}:2X9R4HXF34:`)).toEqual([`APPLE_API_KEYS: "demo-app:${ISSUER}:2X9R4HXF34:": the path to the .p8 file (4th part) is empty`]);
-      expect(apple(`demo app:${ISSUER}:2X9R4HXF34:/x.p8`)[0]).toBe(`APPLE_API_KEYS: "demo app:${ISSUER}:2X9R4HXF34:/x.p8": the app id (1st part) "demo app" must be an app id of APPLE_APPS, without spaces`);
+      expect(apple(`demo-app:${ISSUER}`)).toEqual([
+        `APPLE_API_KEYS: "demo-app:${ISSUER}" must be appId:issuerId:keyId:path-to-.p8 (4 parts separated by ':'; got 2)`,
+      ]);
+      expect(apple(`demo-app:${ISSUER}:2X9R4HXF34:`)).toEqual([
+        `APPLE_API_KEYS: "demo-app:${ISSUER}:2X9R4HXF34:": the path to the .p8 file (4th part) is empty`,
+      ]);
+      expect(apple(`demo app:${ISSUER}:2X9R4HXF34:/x.p8`)[0]).toBe(
+        `APPLE_API_KEYS: "demo app:${ISSUER}:2X9R4HXF34:/x.p8": the app id (1st part) "demo app" must be an app id of APPLE_APPS, without spaces`,
+      );
       // well-formed: what is left is the app and the file, named as before
-      expect(apple(`demo-app:${ISSUER}:2X9R4HXF34:/nonexistent/key.p8`)).toEqual([expect.stringMatching(/^APPLE_API_KEYS: \/nonexistent\/key\.p8 \(app demo-app\) is not a readable In-App Purchase key/)]);
+      expect(apple(`demo-app:${ISSUER}:2X9R4HXF34:/nonexistent/key.p8`)).toEqual([
+        expect.stringMatching(/^APPLE_API_KEYS: \/nonexistent\/key\.p8 \(app demo-app\) is not a readable In-App Purchase key/),
+      ]);
     });
 
     it('APPLE_APPS: the environment and the app Apple ID, by name', () => {
-      const appleApps = (apps: string) => problemsOf({ APPLE_APPS: apps, APPLE_ROOT_CERTIFICATES: '/nonexistent/root.pem' }).filter((p) => p.startsWith('APPLE_APPS'));
-      expect(appleApps('a:com.example.a:Prod')).toEqual(['APPLE_APPS: "a:com.example.a:Prod": the environment (3rd part) "Prod" must be Production or Sandbox']);
-      expect(appleApps('a:com.example.a:Sandbox:12ab')).toEqual(['APPLE_APPS: "a:com.example.a:Sandbox:12ab": the app Apple ID (4th part) "12ab" must be a number of 1-15 digits (App Store Connect, App Information: Apple ID)']);
-      expect(appleApps('a:com.example.a')).toEqual(["APPLE_APPS: \"a:com.example.a\" must be appId:bundleId:Production|Sandbox[:appAppleId] (3 or 4 parts separated by ':'; got 2)"]);
+      const appleApps = (apps: string) =>
+        problemsOf({ APPLE_APPS: apps, APPLE_ROOT_CERTIFICATES: '/nonexistent/root.pem' }).filter((p) => p.startsWith('APPLE_APPS'));
+      expect(appleApps('a:com.example.a:Prod')).toEqual([
+        'APPLE_APPS: "a:com.example.a:Prod": the environment (3rd part) "Prod" must be Production or Sandbox',
+      ]);
+      expect(appleApps('a:com.example.a:Sandbox:12ab')).toEqual([
+        'APPLE_APPS: "a:com.example.a:Sandbox:12ab": the app Apple ID (4th part) "12ab" must be a number of 1-15 digits (App Store Connect, App Information: Apple ID)',
+      ]);
+      expect(appleApps('a:com.example.a')).toEqual([
+        'APPLE_APPS: "a:com.example.a" must be appId:bundleId:Production|Sandbox[:appAppleId] (3 or 4 parts separated by \':\'; got 2)',
+      ]);
       expect(appleApps('a:com.example.a:Sandbox')).toEqual([]);
     });
 
     it('GOOGLE_APPS: the package name, by name', () => {
-      const google = (apps: string) => problemsOf({ GOOGLE_APPS: apps, GOOGLE_PUBSUB_AUDIENCE: 'aud', GOOGLE_SERVICE_ACCOUNT_FILE: '/nonexistent/key.json' }).filter((p) => p.startsWith('GOOGLE_APPS'));
-      expect(google('demo:com')).toEqual(['GOOGLE_APPS: "demo:com": the package name (2nd part) "com" must look like com.example.app: two or more parts separated by dots, each starting with a letter, of letters, digits and _']);
-      expect(google('demo:com.example:extra')).toEqual(["GOOGLE_APPS: \"demo:com.example:extra\" must be appId:packageName (2 parts separated by ':'; got 3)"]);
-      expect(google('demo')).toEqual(["GOOGLE_APPS: \"demo\" must be appId:packageName (2 parts separated by ':'; got 1)"]);
+      const google = (apps: string) =>
+        problemsOf({ GOOGLE_APPS: apps, GOOGLE_PUBSUB_AUDIENCE: 'aud', GOOGLE_SERVICE_ACCOUNT_FILE: '/nonexistent/key.json' }).filter((p) =>
+          p.startsWith('GOOGLE_APPS'),
+        );
+      expect(google('demo:com')).toEqual([
+        'GOOGLE_APPS: "demo:com": the package name (2nd part) "com" must look like com.example.app: two or more parts separated by dots, each starting with a letter, of letters, digits and _',
+      ]);
+      expect(google('demo:com.example:extra')).toEqual(['GOOGLE_APPS: "demo:com.example:extra" must be appId:packageName (2 parts separated by \':\'; got 3)']);
+      expect(google('demo')).toEqual(['GOOGLE_APPS: "demo" must be appId:packageName (2 parts separated by \':\'; got 1)']);
       expect(google('demo:com.example.demo')).toEqual([]);
     });
   });

@@ -28,11 +28,35 @@ type EnvSlice = new () => object;
  * boot. Problems are listed in this order.
  */
 const ENVIRONMENT: readonly EnvSlice[] = [
-  AppEnv, HttpEnv, DatabaseEnv, AuthEnv, LoggingEnv, KafkaEnv, IngestionEnv, EventsEnv, MetricsEnv, CryptoShreddingEnv, WebhooksEnv,
-  AppleEnv, ImportEnv, GoogleEnv,
+  AppEnv,
+  HttpEnv,
+  DatabaseEnv,
+  AuthEnv,
+  LoggingEnv,
+  KafkaEnv,
+  IngestionEnv,
+  EventsEnv,
+  MetricsEnv,
+  CryptoShreddingEnv,
+  WebhooksEnv,
+  AppleEnv,
+  ImportEnv,
+  GoogleEnv,
 ];
-type Environment = AppEnv & HttpEnv & DatabaseEnv & AuthEnv & LoggingEnv & KafkaEnv & IngestionEnv & EventsEnv & MetricsEnv & CryptoShreddingEnv
-  & WebhooksEnv & AppleEnv & ImportEnv & GoogleEnv;
+type Environment = AppEnv &
+  HttpEnv &
+  DatabaseEnv &
+  AuthEnv &
+  LoggingEnv &
+  KafkaEnv &
+  IngestionEnv &
+  EventsEnv &
+  MetricsEnv &
+  CryptoShreddingEnv &
+  WebhooksEnv &
+  AppleEnv &
+  ImportEnv &
+  GoogleEnv;
 
 /**
  * The variables of each slice: its properties that carry a validation decorator (@IsOptional
@@ -43,7 +67,13 @@ export function variablesOf(slices: readonly EnvSlice[]): ReadonlyMap<EnvSlice, 
   const owners = new Map<string, string>();
   const result = new Map<EnvSlice, string[]>();
   for (const slice of slices) {
-    const names = [...new Set(getMetadataStorage().getTargetValidationMetadatas(slice, '', true, false).map((m) => m.propertyName))];
+    const names = [
+      ...new Set(
+        getMetadataStorage()
+          .getTargetValidationMetadatas(slice, '', true, false)
+          .map((m) => m.propertyName),
+      ),
+    ];
     for (const name of names) {
       const owner = owners.get(name);
       if (owner !== undefined) throw new Error(`${name} is a variable of both ${owner} and ${slice.name}`);
@@ -57,7 +87,20 @@ export function variablesOf(slices: readonly EnvSlice[]): ReadonlyMap<EnvSlice, 
 const SLICE_VARIABLES = variablesOf(ENVIRONMENT);
 
 /** Prefixes of the variables this service owns: an unknown one of these is most likely a typo. */
-const OWNED_PREFIXES = ['CORS_', 'KAFKA_', 'DATABASE_', 'JWT_', 'WEBHOOK_', 'EMBEDDED_PG_', 'PROJECTION_', 'EVENT_', 'APPLE_', 'GOOGLE_', 'METRICS_', 'IMPORT_'];
+const OWNED_PREFIXES = [
+  'CORS_',
+  'KAFKA_',
+  'DATABASE_',
+  'JWT_',
+  'WEBHOOK_',
+  'EMBEDDED_PG_',
+  'PROJECTION_',
+  'EVENT_',
+  'APPLE_',
+  'GOOGLE_',
+  'METRICS_',
+  'IMPORT_',
+];
 /**
  * Every variable loadConfig reads, from the slices' validation metadata; deploy/kubernetes is
  * checked against it (test/deploy/kubernetes.spec.ts), and it against the README's table.
@@ -66,7 +109,11 @@ export const KNOWN_VARIABLES: ReadonlySet<string> = new Set([...SLICE_VARIABLES.
 
 /** One slice with its defaults, from the variables of `raw` that are its own; what is wrong with them goes to `problems`, by name. */
 function validSlice(slice: EnvSlice, raw: Record<string, string | undefined>, problems: string[]): object {
-  const own = Object.fromEntries(SLICE_VARIABLES.get(slice)!.filter((name) => raw[name] !== undefined).map((name) => [name, raw[name]]));
+  const own = Object.fromEntries(
+    SLICE_VARIABLES.get(slice)!
+      .filter((name) => raw[name] !== undefined)
+      .map((name) => [name, raw[name]]),
+  );
   const env = plainToInstance(slice, own, { exposeDefaultValues: true });
   for (const error of validateSync(env, { forbidUnknownValues: false })) {
     for (const message of Object.values(error.constraints ?? {})) {
@@ -165,7 +212,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   const weakSecret = env.NODE_ENV === 'production' && env.JWT_SECRET ? weakSecretReason(env.JWT_SECRET) : undefined;
   if (weakSecret) problems.push(`JWT_SECRET ${weakSecret}: with NODE_ENV=production use a random one, e.g. \`openssl rand -base64 32\``);
   if (env.DATABASE_READ_URL && env.DATABASE_READ_URL.length === 0) problems.push('DATABASE_READ_URL must list at least one postgres:// URL');
-  if (env.DATABASE_READ_MAX_LAG !== undefined && !env.DATABASE_READ_URL?.length) problems.push('DATABASE_READ_MAX_LAG needs DATABASE_READ_URL: the replicas whose lag it bounds');
+  if (env.DATABASE_READ_MAX_LAG !== undefined && !env.DATABASE_READ_URL?.length)
+    problems.push('DATABASE_READ_MAX_LAG needs DATABASE_READ_URL: the replicas whose lag it bounds');
   if (env.KAFKA_BROKERS && env.KAFKA_BROKERS.length === 0) {
     problems.push('KAFKA_BROKERS must list at least one host:port');
   }
@@ -174,7 +222,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     // An API-only instance that takes no store notifications neither reads nor writes the event log.
     const usesEventLog = env.CONSUMER_ENABLED || Boolean(env.APPLE_APPS?.length || env.GOOGLE_APPS?.length);
     if (!env.KAFKA_BROKERS && usesEventLog) {
-      problems.push('KAFKA_BROKERS must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to use the embedded event log; an API-only instance, CONSUMER_ENABLED=false without APPLE_APPS or GOOGLE_APPS, needs neither)');
+      problems.push(
+        'KAFKA_BROKERS must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to use the embedded event log; an API-only instance, CONSUMER_ENABLED=false without APPLE_APPS or GOOGLE_APPS, needs neither)',
+      );
     }
   }
   const apple = appleSettings(env, problems);

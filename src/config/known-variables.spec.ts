@@ -38,7 +38,8 @@ describe('KNOWN_VARIABLES', () => {
 
 describe('variablesOf', () => {
   class First {
-    @IsOptional() @IsString()
+    @IsOptional()
+    @IsString()
     SHARED?: string;
 
     @IsString()
@@ -47,7 +48,8 @@ describe('variablesOf', () => {
     notAVariable = 1;
   }
   class Second {
-    @IsOptional() @IsString()
+    @IsOptional()
+    @IsString()
     SHARED?: string;
   }
 

@@ -27,14 +27,22 @@ export function googleSettings(env: GoogleEnv, problems: string[]): GoogleSettin
     const [appId, packageName] = parts;
     const wrong = [
       checkAppId('GOOGLE_APPS', entry, appId, 'an application id of your choosing'),
-      checkPart('GOOGLE_APPS', entry, 'the package name (2nd part)', packageName, PACKAGE_NAME, 'look like com.example.app: two or more parts separated by dots, each starting with a letter, of letters, digits and _'),
+      checkPart(
+        'GOOGLE_APPS',
+        entry,
+        'the package name (2nd part)',
+        packageName,
+        PACKAGE_NAME,
+        'look like com.example.app: two or more parts separated by dots, each starting with a letter, of letters, digits and _',
+      ),
     ].filter((p) => p !== undefined);
     problems.push(...wrong);
     if (wrong.length === 0) apps.set(appId, { packageName });
   }
   if (!env.GOOGLE_PUBSUB_AUDIENCE) problems.push('GOOGLE_APPS needs GOOGLE_PUBSUB_AUDIENCE: the audience set on the Pub/Sub push subscription');
   let serviceAccount: GoogleSettings['serviceAccount'] | undefined;
-  if (!env.GOOGLE_SERVICE_ACCOUNT_FILE) problems.push('GOOGLE_APPS needs GOOGLE_SERVICE_ACCOUNT_FILE: the JSON key of a service account that may read purchases');
+  if (!env.GOOGLE_SERVICE_ACCOUNT_FILE)
+    problems.push('GOOGLE_APPS needs GOOGLE_SERVICE_ACCOUNT_FILE: the JSON key of a service account that may read purchases');
   else {
     try {
       const key = JSON.parse(readFileSync(env.GOOGLE_SERVICE_ACCOUNT_FILE, 'utf8')) as { client_email?: string; private_key?: string; private_key_id?: string };
@@ -47,7 +55,12 @@ export function googleSettings(env: GoogleEnv, problems: string[]): GoogleSettin
   if (!serviceAccount || !env.GOOGLE_PUBSUB_AUDIENCE) return undefined;
   return {
     apps,
-    pubsub: { audience: env.GOOGLE_PUBSUB_AUDIENCE, jwksUri: env.GOOGLE_PUBSUB_JWKS_URI, issuers: env.GOOGLE_PUBSUB_ISSUERS, serviceAccount: env.GOOGLE_PUBSUB_SERVICE_ACCOUNT },
+    pubsub: {
+      audience: env.GOOGLE_PUBSUB_AUDIENCE,
+      jwksUri: env.GOOGLE_PUBSUB_JWKS_URI,
+      issuers: env.GOOGLE_PUBSUB_ISSUERS,
+      serviceAccount: env.GOOGLE_PUBSUB_SERVICE_ACCOUNT,
+    },
     serviceAccount,
     apiBaseUrl: env.GOOGLE_API_BASE_URL,
     selfSignedJwt: env.GOOGLE_API_SELF_SIGNED_JWT,
@@ -57,15 +70,24 @@ export function googleSettings(env: GoogleEnv, problems: string[]): GoogleSettin
 
 export type AppleApp = { bundleId: string; environment: 'Production' | 'Sandbox'; appAppleId?: number };
 export type AppleApiKey = { issuerId: string; keyId: string; privateKey: string; file: string };
-export type AppleSettings = { rootCertificates: readonly Buffer[]; apps: ReadonlyMap<string, AppleApp>; apiKeys: ReadonlyMap<string, AppleApiKey>; apiBaseUrl?: string };
+export type AppleSettings = {
+  rootCertificates: readonly Buffer[];
+  apps: ReadonlyMap<string, AppleApp>;
+  apiKeys: ReadonlyMap<string, AppleApiKey>;
+  apiBaseUrl?: string;
+};
 
 export function appleSettings(env: AppleEnv & ImportEnv, problems: string[]): AppleSettings | undefined {
   if (!env.APPLE_APPS && !env.APPLE_ROOT_CERTIFICATES) {
-    if (env.APPLE_API_KEYS) problems.push('APPLE_API_KEYS needs APPLE_APPS and APPLE_ROOT_CERTIFICATES: the apps the keys are for, and the roots their signed answers are checked against');
+    if (env.APPLE_API_KEYS)
+      problems.push(
+        'APPLE_API_KEYS needs APPLE_APPS and APPLE_ROOT_CERTIFICATES: the apps the keys are for, and the roots their signed answers are checked against',
+      );
     return undefined;
   }
   if (!env.APPLE_APPS?.length) problems.push('APPLE_ROOT_CERTIFICATES is set but APPLE_APPS names no app (appId:bundleId:Production|Sandbox[:appAppleId])');
-  if (!env.APPLE_ROOT_CERTIFICATES?.length) problems.push('APPLE_APPS needs APPLE_ROOT_CERTIFICATES: the files of the root certificates to trust (Apple Root CA - G3 in production)');
+  if (!env.APPLE_ROOT_CERTIFICATES?.length)
+    problems.push('APPLE_APPS needs APPLE_ROOT_CERTIFICATES: the files of the root certificates to trust (Apple Root CA - G3 in production)');
   const rootCertificates: Buffer[] = [];
   for (const file of env.APPLE_ROOT_CERTIFICATES ?? []) {
     try {
@@ -85,13 +107,23 @@ export function appleSettings(env: AppleEnv & ImportEnv, problems: string[]): Ap
       checkAppId('APPLE_APPS', entry, appId, 'an application id of your choosing'),
       checkPart('APPLE_APPS', entry, 'the bundle id (2nd part)', bundleId, /^[^\s]+$/, "be the app's bundle id, such as com.example.app"),
       checkPart('APPLE_APPS', entry, 'the environment (3rd part)', environment, /^(Production|Sandbox)$/, 'be Production or Sandbox'),
-      appAppleId === undefined ? undefined : checkPart('APPLE_APPS', entry, 'the app Apple ID (4th part)', appAppleId, /^\d{1,15}$/, 'be a number of 1-15 digits (App Store Connect, App Information: Apple ID)'),
+      appAppleId === undefined
+        ? undefined
+        : checkPart(
+            'APPLE_APPS',
+            entry,
+            'the app Apple ID (4th part)',
+            appAppleId,
+            /^\d{1,15}$/,
+            'be a number of 1-15 digits (App Store Connect, App Information: Apple ID)',
+          ),
     ].filter((p) => p !== undefined);
     if (wrong.length > 0) {
       problems.push(...wrong);
       continue;
     }
-    if (environment === 'Production' && appAppleId === undefined) problems.push(`APPLE_APPS: ${appId} is Production and needs its appAppleId (appId:bundleId:Production:appAppleId)`);
+    if (environment === 'Production' && appAppleId === undefined)
+      problems.push(`APPLE_APPS: ${appId} is Production and needs its appAppleId (appId:bundleId:Production:appAppleId)`);
     apps.set(appId, { bundleId, environment: environment as AppleApp['environment'], appAppleId: appAppleId === undefined ? undefined : Number(appAppleId) });
   }
   const apiKeys = new Map<string, AppleApiKey>();
@@ -103,10 +135,24 @@ export function appleSettings(env: AppleEnv & ImportEnv, problems: string[]): Ap
     const file = parts.slice(3).join(':');
     const wrong = [
       checkAppId('APPLE_API_KEYS', entry, appId, 'an app id of APPLE_APPS'),
-      checkPart('APPLE_API_KEYS', entry, 'the issuer id (2nd part)', issuerId, UUID, 'be a UUID such as 57246542-96fe-1a63-e053-0824d011072a (App Store Connect, Users and Access, Integrations: Issuer ID)'),
+      checkPart(
+        'APPLE_API_KEYS',
+        entry,
+        'the issuer id (2nd part)',
+        issuerId,
+        UUID,
+        'be a UUID such as 57246542-96fe-1a63-e053-0824d011072a (App Store Connect, Users and Access, Integrations: Issuer ID)',
+      ),
       // Apple's Key IDs are 10 characters; any length up to 32 is taken so that test keys pass, and a
       // mistyped one is refused by Apple (401, naming APPLE_API_KEYS).
-      checkPart('APPLE_API_KEYS', entry, 'the key id (3rd part)', keyId, /^[A-Za-z0-9]{1,32}$/, "be letters and digits: the key's 10-character Key ID, such as 2X9R4HXF34 (also in the file name SubscriptionKey_<keyId>.p8)"),
+      checkPart(
+        'APPLE_API_KEYS',
+        entry,
+        'the key id (3rd part)',
+        keyId,
+        /^[A-Za-z0-9]{1,32}$/,
+        "be letters and digits: the key's 10-character Key ID, such as 2X9R4HXF34 (also in the file name SubscriptionKey_<keyId>.p8)",
+      ),
       file === '' ? `APPLE_API_KEYS: ${JSON.stringify(entry)}: the path to the .p8 file (4th part) is empty` : undefined,
     ].filter((p) => p !== undefined);
     if (wrong.length > 0) {

@@ -65,7 +65,13 @@ describe('customerStatus', () => {
 
   it('given a yearly replaced by a monthly in billing retry, then the current monthly decides', () => {
     const yearly = tx({ transactionId: 'apple:y', productId: 'apple:yearly', expirationDate: D('2027-01-01') });
-    const monthly = tx({ transactionId: 'apple:m', productId: 'apple:monthly', transactionDate: D('2026-03-01'), expirationDate: D('2026-04-01'), isBillingRetryPeriod: true });
+    const monthly = tx({
+      transactionId: 'apple:m',
+      productId: 'apple:monthly',
+      transactionDate: D('2026-03-01'),
+      expirationDate: D('2026-04-01'),
+      isBillingRetryPeriod: true,
+    });
     expect(summarizeCustomer([yearly, monthly])).toMatchObject({ productId: 'apple:monthly', billingRetry: true, graceFrom: null });
     expect(statusAt([yearly, monthly], at(D('2026-04-01'), -1))).toBe('active');
     expect(statusAt([yearly, monthly], at(D('2026-04-01')))).toBe('billing_retry');

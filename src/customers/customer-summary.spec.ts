@@ -4,7 +4,6 @@ import { D, tx } from './lifecycle-transaction.fixture.js';
 
 // One case per rule of docs/api.md ("Access end", "customerInfo"), expected values written out.
 
-
 describe('accessEnd', () => {
   it('1. a pending transaction grants nothing', () => {
     expect(accessEnd(tx({ isPending: true }))).toBeNull();
@@ -42,11 +41,27 @@ describe('accessEnd', () => {
 
 describe('summarizeCustomer', () => {
   it('no transactions: nothing but a zero count', () => {
-    expect(summarizeCustomer([])).toEqual({ transactionCount: 0, lastPurchaseDate: null, expirationDate: null, lastRenewalDate: null, renewalIntent: null, productId: null, graceFrom: null, billingRetry: false });
+    expect(summarizeCustomer([])).toEqual({
+      transactionCount: 0,
+      lastPurchaseDate: null,
+      expirationDate: null,
+      lastRenewalDate: null,
+      renewalIntent: null,
+      productId: null,
+      graceFrom: null,
+      billingRetry: false,
+    });
   });
 
   it('a refunded yearly does not hide an active monthly', () => {
-    const yearly = tx({ transactionId: 'apple:y', expirationDate: D('2027-01-05'), revocationDate: D('2026-02-01'), isExpired: true, renewalIntent: 'Lapse', transactionDate: D('2026-01-05') });
+    const yearly = tx({
+      transactionId: 'apple:y',
+      expirationDate: D('2027-01-05'),
+      revocationDate: D('2026-02-01'),
+      isExpired: true,
+      renewalIntent: 'Lapse',
+      transactionDate: D('2026-01-05'),
+    });
     const monthly = tx({ transactionId: 'apple:m', transactionDate: D('2026-03-01'), lastRenewalDate: D('2026-03-01'), expirationDate: D('2026-04-01') });
     expect(summarizeCustomer([yearly, monthly])).toEqual({
       transactionCount: 2,
@@ -74,7 +89,16 @@ describe('summarizeCustomer', () => {
 
   it('pending purchases grant nothing and are not purchases yet', () => {
     const pending = tx({ transactionId: 'apple:p', isPending: true, transactionDate: D('2026-05-01'), expirationDate: D('2026-06-01') });
-    expect(summarizeCustomer([pending])).toEqual({ transactionCount: 1, lastPurchaseDate: null, expirationDate: null, lastRenewalDate: null, renewalIntent: null, productId: null, graceFrom: null, billingRetry: false });
+    expect(summarizeCustomer([pending])).toEqual({
+      transactionCount: 1,
+      lastPurchaseDate: null,
+      expirationDate: null,
+      lastRenewalDate: null,
+      renewalIntent: null,
+      productId: null,
+      graceFrom: null,
+      billingRetry: false,
+    });
   });
 
   it('a grace period extends the expiration the customer sees', () => {
@@ -86,7 +110,16 @@ describe('summarizeCustomer', () => {
 
   it('consumables count as purchases but never as a subscription', () => {
     const coins = tx({ transactionId: 'apple:c', expirationDate: null, transactionDate: D('2026-07-01'), renewalIntent: null });
-    expect(summarizeCustomer([coins])).toEqual({ transactionCount: 1, lastPurchaseDate: D('2026-07-01'), expirationDate: null, lastRenewalDate: null, renewalIntent: null, productId: null, graceFrom: null, billingRetry: false });
+    expect(summarizeCustomer([coins])).toEqual({
+      transactionCount: 1,
+      lastPurchaseDate: D('2026-07-01'),
+      expirationDate: null,
+      lastRenewalDate: null,
+      renewalIntent: null,
+      productId: null,
+      graceFrom: null,
+      billingRetry: false,
+    });
   });
 
   it('ties on access end go to the later transaction date, then the greater transactionId (byte order)', () => {
@@ -113,7 +146,13 @@ describe('extendSummary', () => {
   };
 
   it('a renewal (not replaced, ending later) decides alone', () => {
-    const renewal = tx({ transactionId: 'apple:t2', transactionDate: D('2026-02-01'), expirationDate: D('2026-03-01'), lastRenewalDate: D('2026-02-01'), renewalIntent: 'Lapse' });
+    const renewal = tx({
+      transactionId: 'apple:t2',
+      transactionDate: D('2026-02-01'),
+      expirationDate: D('2026-03-01'),
+      lastRenewalDate: D('2026-02-01'),
+      renewalIntent: 'Lapse',
+    });
     expect(extendSummary(stored, [renewal])).toEqual({
       transactionCount: 2,
       lastPurchaseDate: D('2026-02-01'),
@@ -143,7 +182,16 @@ describe('extendSummary', () => {
 
   it('with nothing stored, the added ones decide', () => {
     const first = tx({ transactionId: 'apple:t1', isUpgraded: true, expirationDate: D('2026-05-01') });
-    const nothing = { transactionCount: 0, lastPurchaseDate: null, expirationDate: null, lastRenewalDate: null, renewalIntent: null, productId: null, graceFrom: null, billingRetry: false };
+    const nothing = {
+      transactionCount: 0,
+      lastPurchaseDate: null,
+      expirationDate: null,
+      lastRenewalDate: null,
+      renewalIntent: null,
+      productId: null,
+      graceFrom: null,
+      billingRetry: false,
+    };
     expect(extendSummary(nothing, [first])).toEqual({
       transactionCount: 1,
       lastPurchaseDate: D('2026-01-01'),
@@ -209,7 +257,10 @@ describe('replacement by another transaction of the same subscription', () => {
   });
 
   it('given a yearly, when a monthly of another product is charged in its year, then the yearly ends then and the monthly is current', () => {
-    for (const history of [[yearly, upgrade], [upgrade, yearly]]) {
+    for (const history of [
+      [yearly, upgrade],
+      [upgrade, yearly],
+    ]) {
       expect(replacements(history)).toEqual(new Map([[yearly, D('2026-06-01')]]));
       expect(accessEnd(yearly, D('2026-06-01'))).toBe(D('2026-06-01'));
       expect(summarizeCustomer(history)).toEqual({
@@ -227,13 +278,25 @@ describe('replacement by another transaction of the same subscription', () => {
 
   it('a crossgrade to the same duration is the same: the old one ends when the new one starts', () => {
     const basic = tx({ transactionId: 'apple:b1', productId: 'apple:basic_monthly', transactionDate: D('2026-05-20'), expirationDate: D('2026-06-20') });
-    const plus = tx({ transactionId: 'apple:p1', productId: 'apple:plus_monthly', transactionDate: D('2026-06-01'), lastRenewalDate: D('2026-06-01'), expirationDate: D('2026-07-01') });
+    const plus = tx({
+      transactionId: 'apple:p1',
+      productId: 'apple:plus_monthly',
+      transactionDate: D('2026-06-01'),
+      lastRenewalDate: D('2026-06-01'),
+      expirationDate: D('2026-07-01'),
+    });
     expect(replacements([plus, basic])).toEqual(new Map([[basic, D('2026-06-01')]]));
     expect(summarizeCustomer([plus, basic]).expirationDate).toBe(D('2026-07-01'));
   });
 
   it('given a downgrade taking effect at the renewal, then nothing is replaced: the yearly runs out and the monthly follows', () => {
-    const renewal = tx({ transactionId: 'apple:m2', productId: 'apple:basic_monthly', transactionDate: D('2027-01-10'), lastRenewalDate: D('2027-01-10'), expirationDate: D('2027-02-10') });
+    const renewal = tx({
+      transactionId: 'apple:m2',
+      productId: 'apple:basic_monthly',
+      transactionDate: D('2027-01-10'),
+      lastRenewalDate: D('2027-01-10'),
+      expirationDate: D('2027-02-10'),
+    });
     expect(replacements([yearly, renewal]).size).toBe(0);
     expect(summarizeCustomer([renewal, yearly])).toMatchObject({ expirationDate: D('2027-02-10'), lastRenewalDate: D('2027-01-10') });
     // asked before the renewal: the yearly is current until its expiration

@@ -140,7 +140,8 @@ export function currentSubscription(
   for (const c of pool) {
     if (!best) best = c;
     else if (c.accessEnd !== best.accessEnd) best = c.accessEnd > best.accessEnd ? c : best;
-    else if (c.transaction.transactionDate !== best.transaction.transactionDate) best = c.transaction.transactionDate > best.transaction.transactionDate ? c : best;
+    else if (c.transaction.transactionDate !== best.transaction.transactionDate)
+      best = c.transaction.transactionDate > best.transaction.transactionDate ? c : best;
     else if (byteOrder(c.transaction.transactionId, best.transaction.transactionId) > 0) best = c;
   }
   return best;
@@ -162,8 +163,13 @@ function currentFacts(current: ReturnType<typeof currentSubscription>): Omit<Cus
   const t = current.transaction;
   // Rule 4 decided the access end: not replaced, not revoked nor expired early, grace beyond expiration.
   const inRule4 =
-    !current.replaced && t.revocationDate === null && t.isExpired !== true && t.isBillingRetryPeriod === true &&
-    t.gracePeriodExpirationDate !== null && t.expirationDate !== null && t.gracePeriodExpirationDate > t.expirationDate;
+    !current.replaced &&
+    t.revocationDate === null &&
+    t.isExpired !== true &&
+    t.isBillingRetryPeriod === true &&
+    t.gracePeriodExpirationDate !== null &&
+    t.expirationDate !== null &&
+    t.gracePeriodExpirationDate > t.expirationDate;
   return {
     expirationDate: current.accessEnd,
     lastRenewalDate: t.lastRenewalDate,
@@ -193,7 +199,9 @@ export function extendSummary(stored: CustomerFacts, added: readonly LifecycleTr
   if (best === undefined) return { ...stored, transactionCount, lastPurchaseDate };
   const decides =
     stored.expirationDate === null ||
-    (!best.replaced && best.accessEnd > stored.expirationDate && (stored.lastPurchaseDate === null || best.transaction.transactionDate >= stored.lastPurchaseDate));
+    (!best.replaced &&
+      best.accessEnd > stored.expirationDate &&
+      (stored.lastPurchaseDate === null || best.transaction.transactionDate >= stored.lastPurchaseDate));
   if (!decides) return undefined;
   return { transactionCount, lastPurchaseDate, ...currentFacts(best) };
 }

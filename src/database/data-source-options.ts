@@ -26,13 +26,42 @@ import { CustomerStatusDays1765900000000 } from './migrations/1765900000000-cust
 import { CustomerEndWeeks1766000000000 } from './migrations/1766000000000-customer-end-weeks.js';
 import { StatusAtRead1766100000000 } from './migrations/1766100000000-status-at-read.js';
 
-export const MIGRATIONS = [ReadModels1763700000000, Rebuilds1763800000000, CountsAndSummaries1763900000000, LifecycleRules1764000000000, FaultProofing1764100000000, ChangeFeed1764200000000, Webhooks1764300000000, ChangeFeedCursorKey1764400000000, ReplacedTransactions1764510000000, WebhookMessageIds1764520000000, ImportJournal1764600000000, OffersAndOwnership1765000000000, WebhookRowKeys1765100000000, CustomerErasure1765200000000, CustomerStatus1765300000000, FeedDeletionsDelivered1765400000000, CustomerKeys1765500000000, FeedDeletionsPurge1765510000000, EventIdClaimsGo1765520000000, TransactionDeletionsDelivered1765600000000, TransactionFilterCounts1765700000000, CustomerFilterCounts1765800000000, CustomerStatusDays1765900000000, CustomerEndWeeks1766000000000, StatusAtRead1766100000000];
+export const MIGRATIONS = [
+  ReadModels1763700000000,
+  Rebuilds1763800000000,
+  CountsAndSummaries1763900000000,
+  LifecycleRules1764000000000,
+  FaultProofing1764100000000,
+  ChangeFeed1764200000000,
+  Webhooks1764300000000,
+  ChangeFeedCursorKey1764400000000,
+  ReplacedTransactions1764510000000,
+  WebhookMessageIds1764520000000,
+  ImportJournal1764600000000,
+  OffersAndOwnership1765000000000,
+  WebhookRowKeys1765100000000,
+  CustomerErasure1765200000000,
+  CustomerStatus1765300000000,
+  FeedDeletionsDelivered1765400000000,
+  CustomerKeys1765500000000,
+  FeedDeletionsPurge1765510000000,
+  EventIdClaimsGo1765520000000,
+  TransactionDeletionsDelivered1765600000000,
+  TransactionFilterCounts1765700000000,
+  CustomerFilterCounts1765800000000,
+  CustomerStatusDays1765900000000,
+  CustomerEndWeeks1766000000000,
+  StatusAtRead1766100000000,
+];
 
 /**
  * statementTimeoutMs bounds every statement on the pool (the service's API); the projection and the
  * long migrations lift it inside their own transactions (SET LOCAL statement_timeout = 0).
  */
-export function dataSourceOptions(url: string, overrides: Partial<{ poolSize: number; applicationName: string; statementTimeoutMs: number }> = {}): DataSourceOptions {
+export function dataSourceOptions(
+  url: string,
+  overrides: Partial<{ poolSize: number; applicationName: string; statementTimeoutMs: number }> = {},
+): DataSourceOptions {
   return {
     type: 'postgres',
     url,

@@ -331,7 +331,14 @@ export async function checkPassword(
 ): Promise<void> {
   const started = Date.now();
   for (;;) {
-    const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: password ?? LEGACY_PASSWORD, database: 'postgres', connectionTimeoutMillis: 5_000 });
+    const client = new pg.Client({
+      host: '127.0.0.1',
+      port,
+      user: USER,
+      password: password ?? LEGACY_PASSWORD,
+      database: 'postgres',
+      connectionTimeoutMillis: 5_000,
+    });
     client.on('error', () => undefined);
     try {
       await client.connect();
@@ -357,10 +364,7 @@ export async function checkPassword(
       if (!transient) {
         throw (
           unreachable ??
-          new EmbeddedPostgresError(
-            EmbeddedPostgresFault.StartFailed,
-            `the embedded PostgreSQL on port ${port} does not answer: ${(error as Error).message}`,
-          )
+          new EmbeddedPostgresError(EmbeddedPostgresFault.StartFailed, `the embedded PostgreSQL on port ${port} does not answer: ${(error as Error).message}`)
         );
       }
       await new Promise((r) => setTimeout(r, 250));
@@ -526,13 +530,20 @@ async function refuseIfAnswering(databaseDir: string, lock: { pid: number; port:
     EmbeddedPostgresFault.LockUnconfirmed,
     `${path.join(databaseDir, 'postmaster.pid')} names PID ${lock.pid}, which is ${lock.holder} here, yet a PostgreSQL answers on its port ${lock.port}` +
       `${answer === 'accepted' ? " with this directory's password" : ''}: another container or host sharing DATA_DIR may run this directory's server; ` +
-      'stop it there first, or, if it is not this directory\'s, move that file aside yourself and start again',
+      "stop it there first, or, if it is not this directory's, move that file aside yourself and start again",
   );
 }
 
 /** What answers on 127.0.0.1:port: a PostgreSQL that takes this directory's password, another PostgreSQL, or nothing that speaks PostgreSQL. */
 async function probe(port: number, password: string | undefined): Promise<'accepted' | 'postgres' | 'nothing'> {
-  const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: password ?? LEGACY_PASSWORD, database: 'postgres', connectionTimeoutMillis: 3_000 });
+  const client = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: USER,
+    password: password ?? LEGACY_PASSWORD,
+    database: 'postgres',
+    connectionTimeoutMillis: 3_000,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();

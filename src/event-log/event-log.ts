@@ -37,8 +37,17 @@ export type EventLogBatch = {
 };
 
 /** Reads a batch holding at most `bounds` bytes in memory, whatever the rows the log holds. */
-export async function readEventLogBatch(db: DataSource, topic: string, partition: number, fromOffset: string, limit: number, bounds: ReadBounds): Promise<EventLogBatch> {
-  const rows = (await db.query(eventLogSql.read, [topic, partition, fromOffset, limit, bounds.messageBytes, bounds.batchBytes])) as (LogMessage & { bytes: string })[];
+export async function readEventLogBatch(
+  db: DataSource,
+  topic: string,
+  partition: number,
+  fromOffset: string,
+  limit: number,
+  bounds: ReadBounds,
+): Promise<EventLogBatch> {
+  const rows = (await db.query(eventLogSql.read, [topic, partition, fromOffset, limit, bounds.messageBytes, bounds.batchBytes])) as (LogMessage & {
+    bytes: string;
+  })[];
   const read = rows.findIndex((r) => r.value === null);
   const messages = (read === -1 ? rows : rows.slice(0, read)).map(({ offset, key, value, timestamp }) => ({ offset, key, value, timestamp }));
   const first = rows[0];
@@ -47,11 +56,18 @@ export async function readEventLogBatch(db: DataSource, topic: string, partition
 }
 
 export async function readEventLog(db: DataSource, topic: string, partition: number, fromOffset: string, limit: number): Promise<LogMessage[]> {
-  return (await readEventLogBatch(db, topic, partition, fromOffset, limit, { messageBytes: Number.MAX_SAFE_INTEGER, batchBytes: Number.MAX_SAFE_INTEGER })).messages;
+  return (await readEventLogBatch(db, topic, partition, fromOffset, limit, { messageBytes: Number.MAX_SAFE_INTEGER, batchBytes: Number.MAX_SAFE_INTEGER }))
+    .messages;
 }
 
 /** The size of one message and the first `bytes` bytes of its key and value: what a dead letter of it keeps. */
-export async function readEventLogHead(db: DataSource, topic: string, partition: number, offset: string, bytes: number): Promise<{ bytes: number; key: Buffer | null; value: Buffer } | undefined> {
+export async function readEventLogHead(
+  db: DataSource,
+  topic: string,
+  partition: number,
+  offset: string,
+  bytes: number,
+): Promise<{ bytes: number; key: Buffer | null; value: Buffer } | undefined> {
   const [row] = (await db.query(eventLogSql.readHead, [topic, partition, offset, bytes])) as { bytes: string; key: Buffer | null; value: Buffer }[];
   return row && { bytes: Number(row.bytes), key: row.key, value: row.value };
 }

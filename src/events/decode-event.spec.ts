@@ -40,7 +40,15 @@ describe('decodeEvent', () => {
   });
 
   it('accepts receipt.linked', () => {
-    const raw = JSON.stringify({ specversion: '1.0', id: 'e2', source: 's', type: 'receipt.linked', time: '2024-01-01T00:00:00Z', appid: 'a', data: { receiptId: 'google:r', applicationUsername: 'bob' } });
+    const raw = JSON.stringify({
+      specversion: '1.0',
+      id: 'e2',
+      source: 's',
+      type: 'receipt.linked',
+      time: '2024-01-01T00:00:00Z',
+      appid: 'a',
+      data: { receiptId: 'google:r', applicationUsername: 'bob' },
+    });
     expect(decodeEvent(raw)).toMatchObject({ ok: true, event: { type: 'receipt.linked', data: { receiptId: 'google:r', applicationUsername: 'bob' } } });
   });
 
@@ -82,7 +90,11 @@ describe('decodeEvent', () => {
   it('refuses an event timed further ahead of its log timestamp than the allowed skew, deterministically', () => {
     const receivedAt = Date.parse('2024-03-01T00:00:00Z');
     const raw = tx({}, { time: '2024-03-02T00:00:01Z' });
-    expect(decodeEvent(raw, { receivedAt })).toMatchObject({ ok: false, code: RejectCode.FutureTime, reason: expect.stringContaining('/time 2024-03-02T00:00:01.000000Z is more than 86400 s ahead') });
+    expect(decodeEvent(raw, { receivedAt })).toMatchObject({
+      ok: false,
+      code: RejectCode.FutureTime,
+      reason: expect.stringContaining('/time 2024-03-02T00:00:01.000000Z is more than 86400 s ahead'),
+    });
     expect(decodeEvent(raw, { receivedAt: receivedAt + 1000 })).toMatchObject({ ok: true });
     expect(decodeEvent(raw, { receivedAt, maxFutureSkewMs: 2 * 86_400_000 })).toMatchObject({ ok: true });
     expect(decodeEvent(tx({}, { time: '9999-01-01T00:00:00Z' }))).toMatchObject({ ok: false, code: RejectCode.FutureTime });
@@ -124,9 +136,13 @@ describe('normalizeTime', () => {
 });
 
 describe('customer.erased', () => {
-  const erased = (data: object) => JSON.stringify({ specversion: '1.0', id: 'e1', source: 's', type: 'customer.erased', time: '2026-03-01T00:00:00Z', appid: 'a', data });
+  const erased = (data: object) =>
+    JSON.stringify({ specversion: '1.0', id: 'e1', source: 's', type: 'customer.erased', time: '2026-03-01T00:00:00Z', appid: 'a', data });
   it('takes a keyed hash or a username, not both and not neither', () => {
-    expect(decodeEvent(erased({ usernameHash: 'a'.repeat(64) }))).toMatchObject({ ok: true, event: { type: 'customer.erased', data: { usernameHash: 'a'.repeat(64) } } });
+    expect(decodeEvent(erased({ usernameHash: 'a'.repeat(64) }))).toMatchObject({
+      ok: true,
+      event: { type: 'customer.erased', data: { usernameHash: 'a'.repeat(64) } },
+    });
     expect(decodeEvent(erased({ applicationUsername: 'alice' }))).toMatchObject({ ok: true, event: { data: { applicationUsername: 'alice' } } });
     expect(decodeEvent(erased({}))).toMatchObject({ ok: false, code: 'schema_violation' });
     expect(decodeEvent(erased({ usernameHash: 'a'.repeat(64), applicationUsername: 'alice' }))).toMatchObject({ ok: false, code: 'schema_violation' });

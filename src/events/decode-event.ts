@@ -37,9 +37,7 @@ export type Decoded = { ok: true; event: PurchaseEvent } | { ok: false; code: Re
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const ajv = addFormats(new Ajv({ allErrors: false, strict: true, allowUnionTypes: true }));
-const validators: Record<string, ValidateFunction> = Object.fromEntries(
-  Object.entries(EVENT_SCHEMAS).map(([type, schema]) => [type, ajv.compile(schema)]),
-);
+const validators: Record<string, ValidateFunction> = Object.fromEntries(Object.entries(EVENT_SCHEMAS).map(([type, schema]) => [type, ajv.compile(schema)]));
 
 const DATE_FIELDS = [
   'purchaseDate',
@@ -67,7 +65,11 @@ export function decodeEvent(value: Buffer | string | null, options: DecodeOption
   const type = (raw as { type?: unknown }).type;
   const validate = typeof type === 'string' ? validators[type] : undefined;
   if (!validate) {
-    return { ok: false, code: RejectCode.UnknownType, reason: `unknown event type ${JSON.stringify(type)}; expected one of ${Object.keys(validators).join(', ')}` };
+    return {
+      ok: false,
+      code: RejectCode.UnknownType,
+      reason: `unknown event type ${JSON.stringify(type)}; expected one of ${Object.keys(validators).join(', ')}`,
+    };
   }
   if (!validate(raw)) {
     const code = validate.errors?.some(isIdentifierError) ? RejectCode.BadIdentifier : RejectCode.SchemaViolation;
@@ -138,14 +140,22 @@ function normalise(raw: RawEvent): Decoded {
     const data = raw.data as { usernameHash?: string; applicationUsername?: string };
     return {
       ok: true,
-      event: { ...base, type: 'customer.erased', data: data.usernameHash !== undefined ? { usernameHash: data.usernameHash } : { applicationUsername: data.applicationUsername } },
+      event: {
+        ...base,
+        type: 'customer.erased',
+        data: data.usernameHash !== undefined ? { usernameHash: data.usernameHash } : { applicationUsername: data.applicationUsername },
+      },
     };
   }
 
   const { priceUSD, priceMicros, ...rest } = raw.data as TransactionSnapshot & { priceUSD?: number; priceMicros?: number };
   for (const field of ['transactionId', 'productId', 'receiptId'] as const) {
     if (!rest[field].startsWith(`${rest.platform}:`)) {
-      return { ok: false, code: RejectCode.BadIdentifier, reason: `/data/${field} must start with the platform prefix "${rest.platform}:" (got "${rest[field]}")` };
+      return {
+        ok: false,
+        code: RejectCode.BadIdentifier,
+        reason: `/data/${field} must start with the platform prefix "${rest.platform}:" (got "${rest[field]}")`,
+      };
     }
   }
   if (rest.amountUSD !== undefined && priceUSD !== undefined && rest.amountUSD !== priceUSD) {
@@ -172,9 +182,7 @@ function normalise(raw: RawEvent): Decoded {
 /** PostgreSQL's timestamptz has no year 0, and the normal form has four year digits. */
 const storableYear = (normal: string) => /^\d{4}-/.test(normal) && !normal.startsWith('0000-');
 
-const KNOWN = Object.keys(TRANSACTION_FIELDS).filter(
-  (k) => k !== 'priceUSD' && k !== 'priceMicros',
-);
+const KNOWN = Object.keys(TRANSACTION_FIELDS).filter((k) => k !== 'priceUSD' && k !== 'priceMicros');
 
 /** Keeps the contract's fields only: unknown producer fields are ignored, not stored. */
 function pick(data: Record<string, unknown>): TransactionSnapshot {

@@ -52,7 +52,8 @@ describe('generateEvents', () => {
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(new Set(ids).size).toBe(ids.length);
     // interleaved: consecutive events rarely belong to the same receipt, unlike the customer order
-    const sameReceipt = (es: Record<string, unknown>[]) => es.filter((e, i) => i > 0 && (e.data as { receiptId: string }).receiptId === (es[i - 1].data as { receiptId: string }).receiptId).length;
+    const sameReceipt = (es: Record<string, unknown>[]) =>
+      es.filter((e, i) => i > 0 && (e.data as { receiptId: string }).receiptId === (es[i - 1].data as { receiptId: string }).receiptId).length;
     expect(sameReceipt(byTime)).toBeLessThan(sameReceipt(byCustomer) / 10);
   });
 

@@ -248,7 +248,13 @@ function* lifecycles(o: GenerateOptions, until: number, count: () => number): Ge
       if (rnd() < 0.02 && count() < o.events) {
         // refunded: Apple keeps the expiration and adds the revocation
         const refundAt = t + Math.floor(rnd() * 10 * DAY);
-        yield emit(app, 'transaction.updated', refundAt, { ...data, revocationDate: iso(refundAt), isExpired: true, cancelationReason: 'Customer', renewalIntent: 'Lapse' });
+        yield emit(app, 'transaction.updated', refundAt, {
+          ...data,
+          revocationDate: iso(refundAt),
+          isExpired: true,
+          cancelationReason: 'Customer',
+          renewalIntent: 'Lapse',
+        });
         break;
       }
       if (!yearly && !last && rnd() < 0.01 && count() < o.events) {

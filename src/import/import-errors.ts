@@ -15,4 +15,3 @@ export class StoreRetryableError extends Error {
 
 /** Nothing more can succeed (the store refuses the credentials): the run stops, what is done stays done. */
 export class ImportFatalError extends Error {}
-

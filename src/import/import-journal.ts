@@ -29,13 +29,25 @@ export class ImportJournal {
       `INSERT INTO public.import_journal (app_id, kind, source_digest, item_key, line, outcome, detail)
        SELECT $1, $2, $3, k, l, o, d FROM unnest($4::text[], $5::int[], $6::text[], $7::text[]) AS r(k, l, o, d)
        ON CONFLICT (app_id, kind, source_digest, item_key) DO NOTHING`,
-      [this.appId, this.kind, this.sourceDigest, rows.map((r) => r.key), rows.map((r) => r.line), rows.map((r) => r.outcome), rows.map((r) => r.detail ?? null)],
+      [
+        this.appId,
+        this.kind,
+        this.sourceDigest,
+        rows.map((r) => r.key),
+        rows.map((r) => r.line),
+        rows.map((r) => r.outcome),
+        rows.map((r) => r.detail ?? null),
+      ],
     );
   }
 
   /** A position to resume a paged source from (Apple's notification history token), or undefined. */
   async checkpoint(): Promise<string | undefined> {
-    const rows = (await this.db.query(`SELECT checkpoint FROM public.import_checkpoint WHERE app_id = $1 AND kind = $2 AND source_digest = $3`, [this.appId, this.kind, this.sourceDigest])) as { checkpoint: string }[];
+    const rows = (await this.db.query(`SELECT checkpoint FROM public.import_checkpoint WHERE app_id = $1 AND kind = $2 AND source_digest = $3`, [
+      this.appId,
+      this.kind,
+      this.sourceDigest,
+    ])) as { checkpoint: string }[];
     return rows[0]?.checkpoint;
   }
 

@@ -130,7 +130,10 @@ export async function runImport<T>(o: ImportOptions<T>): Promise<ImportSummary> 
         try {
           if (events.length > 0) await sendInChunks(o.sink!, events);
         } catch (error) {
-          summary.fatal = `the event log could not take events (${(error as Error).message}); lines ${batch.map((d) => d.line).join(', ').slice(0, 200)} were not published`;
+          summary.fatal = `the event log could not take events (${(error as Error).message}); lines ${batch
+            .map((d) => d.line)
+            .join(', ')
+            .slice(0, 200)} were not published`;
           return;
         }
         await o.journal!.record(batch.map((d) => ({ key: d.key, line: d.line, outcome: d.outcome, detail: d.detail })));
@@ -171,7 +174,11 @@ export async function runImport<T>(o: ImportOptions<T>): Promise<ImportSummary> 
     }
   };
   const showProgress = () =>
-    o.progress?.update({ done: summary.imported + summary.unchanged + summary.skipped.length + summary.failed.length, fraction: o.fraction?.(), detail: `${summary.failed.length} failed` });
+    o.progress?.update({
+      done: summary.imported + summary.unchanged + summary.skipped.length + summary.failed.length,
+      fraction: o.fraction?.(),
+      detail: `${summary.failed.length} failed`,
+    });
   const start = async (item: { line: number; key: string; value: T }) => {
     while (inFlight.size >= o.concurrency) await Promise.race(inFlight);
     const p = work(item).finally(() => {

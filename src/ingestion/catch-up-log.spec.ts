@@ -4,7 +4,11 @@ describe('catch-up log lines', () => {
   const setup = () => {
     let now = 0;
     const lines: Record<string, unknown>[] = [];
-    const log = new CatchUpLog((l) => lines.push(l), 10_000, () => now);
+    const log = new CatchUpLog(
+      (l) => lines.push(l),
+      10_000,
+      () => now,
+    );
     return { log, lines, at: (ms: number) => (now = ms) };
   };
 

@@ -10,7 +10,14 @@ export class LoggingObserver implements ProjectionObserver {
     for (const d of outcome.deadLetters) {
       this.logger.warn({ topic: d.topic, partition: d.partition, offset: d.offset, code: d.code, reason: d.reason, msg: 'dead-lettered' });
     }
-    this.logger.debug({ topic: batch.topic, partition: batch.partition, nextOffset: outcome.nextOffset, events: outcome.applied.length, durationMs: Math.round(durationMs), msg: 'batch applied' });
+    this.logger.debug({
+      topic: batch.topic,
+      partition: batch.partition,
+      nextOffset: outcome.nextOffset,
+      events: outcome.applied.length,
+      durationMs: Math.round(durationMs),
+      msg: 'batch applied',
+    });
   }
 
   batchFailed(): void {

@@ -69,7 +69,13 @@ export class Projector {
           if (alone === undefined) return this.isolate(batch, control, current);
           // once stuck, every retry comes this way again: said once
           if (!this.stuck.has(batch.partition)) {
-            this.logger.error({ topic: batch.topic, partition: batch.partition, offset: alone.offset, err: (error as Error).message, msg: 'PostgreSQL refused this event; dead-lettering it' });
+            this.logger.error({
+              topic: batch.topic,
+              partition: batch.partition,
+              offset: alone.offset,
+              err: (error as Error).message,
+              msg: 'PostgreSQL refused this event; dead-lettering it',
+            });
           }
           current = { ...current, refused: new Map([...(current.refused ?? []), [alone.offset, (error as Error).message]]) };
           continue;
@@ -79,7 +85,14 @@ export class Projector {
         if (refusedAlone) current = options;
         this.retrying = true;
         const wait = backoffMs(attempt);
-        const detail = { topic: batch.topic, partition: batch.partition, firstOffset: batch.messages[0]?.offset, attempt, retryInMs: wait, err: (error as Error).message };
+        const detail = {
+          topic: batch.topic,
+          partition: batch.partition,
+          firstOffset: batch.messages[0]?.offset,
+          attempt,
+          retryInMs: wait,
+          err: (error as Error).message,
+        };
         if (isIncurable(error, attempt, refusedAlone)) this.reportStuck(batch, error as Error);
         else if (isTransient(error)) this.logger.warn({ ...detail, msg: 'batch failed, will retry' });
         else this.logger.error({ ...detail, msg: 'batch failed with an unexpected error, will retry' });
@@ -92,7 +105,13 @@ export class Projector {
   /** One error line when a partition becomes stuck; later attempts only count in the metrics. */
   private reportStuck(batch: Batch, error: Error): void {
     if (this.stuck.has(batch.partition)) return;
-    const stuck = { partition: batch.partition, offset: batch.messages[0]?.offset ?? '', code: sqlState(error) ?? 'unknown', error: error.message, since: new Date().toISOString() };
+    const stuck = {
+      partition: batch.partition,
+      offset: batch.messages[0]?.offset ?? '',
+      code: sqlState(error) ?? 'unknown',
+      error: error.message,
+      since: new Date().toISOString(),
+    };
     this.stuck.set(batch.partition, stuck);
     this.logger.error({
       topic: batch.topic,
@@ -105,7 +124,13 @@ export class Projector {
     const stuck = this.stuck.get(batch.partition);
     if (stuck === undefined) return;
     this.stuck.delete(batch.partition);
-    this.logger.warn({ topic: batch.topic, partition: batch.partition, code: stuck.code, since: stuck.since, msg: 'partition no longer stuck: its batch applied' });
+    this.logger.warn({
+      topic: batch.topic,
+      partition: batch.partition,
+      code: stuck.code,
+      since: stuck.since,
+      msg: 'partition no longer stuck: its batch applied',
+    });
   }
 
   /**

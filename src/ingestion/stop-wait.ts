@@ -12,7 +12,8 @@ export async function finishOrEndBatches(batches: () => Promise<unknown> | undef
   if (await settlesWithin(batches(), STOP_WAIT_MS)) return;
   logger.warn({ msg: `batches still in flight after ${STOP_WAIT_MS / 1000} s; ending their transactions (nothing of them is committed)` });
   abort.abort();
-  if (!(await settlesWithin(batches(), STOP_WAIT_MS / 3))) logger.error({ msg: 'batches in flight did not end with their transactions; stopping without them' });
+  if (!(await settlesWithin(batches(), STOP_WAIT_MS / 3)))
+    logger.error({ msg: 'batches in flight did not end with their transactions; stopping without them' });
 }
 
 /** Whether `work` settles (resolves or rejects) within `ms`. */

@@ -4,6 +4,7 @@ import { toBool } from '../config/env-transforms.js';
 
 export class MetricsEnv {
   /** /metrics is unauthenticated: series per application (tenant id in an `app` label) only when this is true. */
-  @Transform(toBool) @IsBoolean()
+  @Transform(toBool)
+  @IsBoolean()
   METRICS_PER_APP = false;
 }

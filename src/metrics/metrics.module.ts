@@ -48,7 +48,9 @@ function lagCollector(db: DataSource, refs: ModuleRef) {
       } catch {
         stale = true;
       }
-      const stored = (await db.query('SELECT partition, next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1', [consumer.topic])) as {
+      const stored = (await db.query('SELECT partition, next_offset::text AS next_offset FROM read_model.projection_offsets WHERE topic = $1', [
+        consumer.topic,
+      ])) as {
         partition: number;
         next_offset: string;
       }[];
@@ -65,9 +67,7 @@ async function rebuildProgress(db: DataSource): Promise<RebuildProgress[]> {
   const out: RebuildProgress[] = [];
   for (const r of running) {
     const target = Object.values(r.target_offsets).reduce((a, o) => a + Number(o), 0);
-    const [{ n }] = await db
-      .query(`SELECT coalesce(sum(next_offset), 0)::text AS n FROM ${r.schema_name}.projection_offsets`)
-      .catch(() => [{ n: '0' }]);
+    const [{ n }] = await db.query(`SELECT coalesce(sum(next_offset), 0)::text AS n FROM ${r.schema_name}.projection_offsets`).catch(() => [{ n: '0' }]);
     out.push({ kind: r.kind, id: r.id, schema: r.schema_name, projected: Number(n), target });
   }
   return out;
@@ -84,19 +84,22 @@ async function rebuildProgress(db: DataSource): Promise<RebuildProgress[]> {
       inject: [DataSource, NewestEventClock, ModuleRef, APP_CONFIG, ReadReplicas],
       useFactory: (db: DataSource, clock: NewestEventClock, refs: ModuleRef, config: AppConfig, reads: ReadReplicas) => {
         const lag = lagCollector(db, refs);
-        return new Metrics({
-          lag: () => lag.lag(),
-          consumer: () => consumerStatus(refs)?.health(),
-          newestEventTime: () => clock.newest,
-          rebuild: () => rebuildProgress(db),
-          replicas: async () => {
-            if (!reads.configured) return [];
-            await reads.probe();
-            return reads.replicas();
+        return new Metrics(
+          {
+            lag: () => lag.lag(),
+            consumer: () => consumerStatus(refs)?.health(),
+            newestEventTime: () => clock.newest,
+            rebuild: () => rebuildProgress(db),
+            replicas: async () => {
+              if (!reads.configured) return [];
+              await reads.probe();
+              return reads.replicas();
+            },
+            webhookBacklog: async () =>
+              ((await db.query(webhooksSql.oldestPending)) as { app_id: string; age: number }[]).map((r) => ({ app: r.app_id, ageSeconds: r.age })),
           },
-          webhookBacklog: async () =>
-            ((await db.query(webhooksSql.oldestPending)) as { app_id: string; age: number }[]).map((r) => ({ app: r.app_id, ageSeconds: r.age })),
-        }, { perApp: config.metricsPerApp });
+          { perApp: config.metricsPerApp },
+        );
       },
     },
   ],

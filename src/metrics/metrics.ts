@@ -76,14 +76,17 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(collectors: {
-    lag(): Promise<{ lags: { topic: string; partition: number; lag: number }[]; stale: boolean }>;
-    consumer(): ConsumerHealth | undefined;
-    newestEventTime(): number | undefined;
-    rebuild(): Promise<RebuildProgress[]>;
-    webhookBacklog?(): Promise<{ app: string; ageSeconds: number }[]>;
-    replicas?(): Promise<readonly ReplicaState[]>;
-  }, options: { perApp?: boolean } = {}) {
+  constructor(
+    collectors: {
+      lag(): Promise<{ lags: { topic: string; partition: number; lag: number }[]; stale: boolean }>;
+      consumer(): ConsumerHealth | undefined;
+      newestEventTime(): number | undefined;
+      rebuild(): Promise<RebuildProgress[]>;
+      webhookBacklog?(): Promise<{ app: string; ageSeconds: number }[]>;
+      replicas?(): Promise<readonly ReplicaState[]>;
+    },
+    options: { perApp?: boolean } = {},
+  ) {
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
     new Gauge({
       name: `${PREFIX}build_info`,
@@ -93,7 +96,11 @@ export class Metrics {
     }).set({ version: PACKAGE_VERSION, node_version: process.version }, 1);
     // One lag reading per scrape feeds both gauges.
     let lagReading: Promise<{ lags: { topic: string; partition: number; lag: number }[]; stale: boolean }> | undefined;
-    const readLag = () => (lagReading ??= collectors.lag().catch(() => ({ lags: [], stale: true })).finally(() => setTimeout(() => (lagReading = undefined), 100)));
+    const readLag = () =>
+      (lagReading ??= collectors
+        .lag()
+        .catch(() => ({ lags: [], stale: true }))
+        .finally(() => setTimeout(() => (lagReading = undefined), 100)));
     new Gauge({
       name: 'subscription_records_projection_consumer_lag_messages',
       help: 'Log end offset minus the offset stored with the read models, per partition (last known ends while the broker is away)',
@@ -193,7 +200,7 @@ export class Metrics {
     });
     new Gauge({
       name: 'subscription_records_database_replica_in_rotation',
-      help: '1 when a read replica takes this instance\'s reads (it answers and lags at most DATABASE_READ_MAX_LAG), per DATABASE_READ_URL entry',
+      help: "1 when a read replica takes this instance's reads (it answers and lags at most DATABASE_READ_MAX_LAG), per DATABASE_READ_URL entry",
       labelNames: ['replica'] as const,
       registers: [this.registry],
       async collect() {
@@ -210,7 +217,8 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const r of await collectors.rebuild().catch(() => [])) this.set({ kind: r.kind, schema: r.schema }, r.target > 0 ? Math.min(1, r.projected / r.target) : 1);
+        for (const r of await collectors.rebuild().catch(() => []))
+          this.set({ kind: r.kind, schema: r.schema }, r.target > 0 ? Math.min(1, r.projected / r.target) : 1);
       },
     });
     new Gauge({

@@ -180,7 +180,13 @@ export const sql = (schema: string) => ({
   dayCounts: (table: 'transaction_day_counts' | 'customer_day_counts') => countStatements(schema, table, { app_id: 'text', day: 'date' }),
 
   /** FilterCountDelta[] as JSON: one parameter, cheaper to send than six arrays of thousands (a batch in customer order). */
-  filterCounts: countStatements(schema, 'transaction_filter_day_counts', { app_id: 'text', product_id: 'text', platform: 'text', sandbox: 'boolean', day: 'date' }),
+  filterCounts: countStatements(schema, 'transaction_filter_day_counts', {
+    app_id: 'text',
+    product_id: 'text',
+    platform: 'text',
+    sandbox: 'boolean',
+    day: 'date',
+  }),
 
   /** CustomerCellDelta[] as JSON. */
   customerCells: countStatements(schema, 'customer_end_weeks', {
@@ -216,7 +222,10 @@ export type CountStatements = { add: string; dropEmpty: string };
 function countStatements(schema: string, table: string, key: Record<string, string>): CountStatements {
   const columns = Object.keys(key);
   const list = columns.join(', ');
-  const recordset = (extra: string) => `json_to_recordset($1::json) AS k(${Object.entries(key).map(([c, t]) => `${c} ${t}`).join(', ')}${extra})`;
+  const recordset = (extra: string) =>
+    `json_to_recordset($1::json) AS k(${Object.entries(key)
+      .map(([c, t]) => `${c} ${t}`)
+      .join(', ')}${extra})`;
   return {
     add: `
     INSERT INTO ${schema}.${table} AS d (${list}, n)

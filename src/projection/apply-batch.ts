@@ -77,7 +77,10 @@ export type ApplyOptions = {
 };
 
 /** Identifies the message projected last in a partition, so a rewritten log is recognised on resume. */
-export const messageSha1 = (value: Buffer | null) => createHash('sha1').update(value ?? Buffer.alloc(0)).digest();
+export const messageSha1 = (value: Buffer | null) =>
+  createHash('sha1')
+    .update(value ?? Buffer.alloc(0))
+    .digest();
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 export const LIVE_SCHEMA = 'read_model';
@@ -127,12 +130,14 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
       const decoded: Decoded =
         refusal !== undefined
           ? { ok: false, code: RejectCode.ProjectionFailed, reason: `PostgreSQL refused the event: ${refusal}` }
-          : decodeEvent(readable[i].value, { receivedAt: msg.timestamp === undefined ? undefined : Number(msg.timestamp), maxFutureSkewMs: options.maxFutureSkewMs });
+          : decodeEvent(readable[i].value, {
+              receivedAt: msg.timestamp === undefined ? undefined : Number(msg.timestamp),
+              maxFutureSkewMs: options.maxFutureSkewMs,
+            });
       if (decoded.ok) {
         if (options.stage) staged.push({ event: decoded.event, offset: msg.offset });
         else events.push(decoded.event);
-      }
-      else if (actionForReject(decoded.code) === 'dead-letter')
+      } else if (actionForReject(decoded.code) === 'dead-letter')
         deadLetters.push({
           topic: batch.topic,
           partition: batch.partition,
@@ -232,7 +237,16 @@ function sorted<T>(items: T[], key: (t: T) => string): T[] {
 
 type StoredTransaction = Pick<
   TransactionRow,
-  'app_id' | 'transaction_id' | 'receipt_id' | 'version_time' | 'version_id' | 'first_event_at' | 'occurred_at' | 'last_renewal_date' | 'renewal_date' | 'purchase_date'
+  | 'app_id'
+  | 'transaction_id'
+  | 'receipt_id'
+  | 'version_time'
+  | 'version_id'
+  | 'first_event_at'
+  | 'occurred_at'
+  | 'last_renewal_date'
+  | 'renewal_date'
+  | 'purchase_date'
 >;
 /** The lock read also says where the stored row is counted for the filters. */
 type LockedTransaction = StoredTransaction & { cell_product_id: string; cell_platform: string; cell_sandbox: boolean };
@@ -286,7 +300,10 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     });
     const storedSnapshots = new Map<string, Partial<TransactionRow>>();
     if (tied.length > 0) {
-      const rows = (await m.query(q.readSnapshots, [tied.map((t) => t.app_id), tied.map((t) => t.transaction_id)])) as (Partial<TransactionRow> & { app_id: string; transaction_id: string })[];
+      const rows = (await m.query(q.readSnapshots, [tied.map((t) => t.app_id), tied.map((t) => t.transaction_id)])) as (Partial<TransactionRow> & {
+        app_id: string;
+        transaction_id: string;
+      })[];
       for (const r of rows) storedSnapshots.set(key2(r.app_id, r.transaction_id), r);
     }
     const overwrite: TransactionRow[] = [];
@@ -325,7 +342,12 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     }
     if (overwrite.length > 0) await m.query(q.overwriteTransactions, [JSON.stringify(overwrite)]);
     if (redate.length > 0) {
-      await m.query(q.setTransactionDates, [redate.map((r) => r.app_id), redate.map((r) => r.transaction_id), redate.map((r) => r.first_event_at), redate.map((r) => r.occurred_at)]);
+      await m.query(q.setTransactionDates, [
+        redate.map((r) => r.app_id),
+        redate.map((r) => r.transaction_id),
+        redate.map((r) => r.first_event_at),
+        redate.map((r) => r.occurred_at),
+      ]);
     }
   }
 
@@ -347,7 +369,11 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const touchedArgs = [touched.map((r) => r.app_id), touched.map((r) => r.receipt_id)];
   if (touched.length > 0) await m.query(q.lockReceiptKeys, touchedArgs);
   // Rows another transaction replaced show it (or show their snapshot again); their owners re-derive.
-  for (const r of await applyReplacements(m, schema, sorted(transactionReceipts, (k) => key2(k.app_id, k.receipt_id)))) {
+  for (const r of await applyReplacements(
+    m,
+    schema,
+    sorted(transactionReceipts, (k) => key2(k.app_id, k.receipt_id)),
+  )) {
     rewritten.add(key2(r.app_id, r.receipt_id));
     if (!writes.keys.has(key2(r.app_id, r.transaction_id))) writes.partial.push(r.transaction_id);
   }

@@ -20,8 +20,23 @@ describe('weekOf', () => {
 
 describe('customerCellOf', () => {
   it('files a customer under the UTC days of its access end and grace start, its first-seen week, and the values the filters read', () => {
-    expect(customerCellOf(monthly)).toEqual({ end_day: '2026-04-01', first_week: '2026-03-09', product_id: 'apple:monthly', renewal_intent: 'Renew', grace_day: 'infinity', billing_retry: false });
-    expect(customerCellOf({ ...monthly, expirationDate: '2026-04-17T00:00:00.000Z', graceFrom: '2026-04-01T00:00:00.000Z', billingRetry: true, firstSeenDay: '2026-03-16' })).toEqual({
+    expect(customerCellOf(monthly)).toEqual({
+      end_day: '2026-04-01',
+      first_week: '2026-03-09',
+      product_id: 'apple:monthly',
+      renewal_intent: 'Renew',
+      grace_day: 'infinity',
+      billing_retry: false,
+    });
+    expect(
+      customerCellOf({
+        ...monthly,
+        expirationDate: '2026-04-17T00:00:00.000Z',
+        graceFrom: '2026-04-01T00:00:00.000Z',
+        billingRetry: true,
+        firstSeenDay: '2026-03-16',
+      }),
+    ).toEqual({
       end_day: '2026-04-17',
       first_week: '2026-03-16',
       product_id: 'apple:monthly',
@@ -32,7 +47,14 @@ describe('customerCellOf', () => {
   });
 
   it('a customer without a subscription (status none): no access end, no product or intent', () => {
-    expect(customerCellOf(NO_FACTS)).toEqual({ end_day: '-infinity', first_week: '2026-03-09', product_id: '', renewal_intent: '', grace_day: 'infinity', billing_retry: false });
+    expect(customerCellOf(NO_FACTS)).toEqual({
+      end_day: '-infinity',
+      first_week: '2026-03-09',
+      product_id: '',
+      renewal_intent: '',
+      grace_day: 'infinity',
+      billing_retry: false,
+    });
   });
 });
 
@@ -51,16 +73,26 @@ describe('customerCellDeltas', () => {
   });
 
   it('a new row adds one to the cell of no subscription; its first summary moves it on', () => {
-    expect(customerCellDeltas([{ app_id: 'a', after: NO_FACTS }, { app_id: 'a', before: NO_FACTS, after: monthly }])).toEqual([cell('2026-04-01', 1)]);
+    expect(
+      customerCellDeltas([
+        { app_id: 'a', after: NO_FACTS },
+        { app_id: 'a', before: NO_FACTS, after: monthly },
+      ]),
+    ).toEqual([cell('2026-04-01', 1)]);
   });
 
   it('a renewal moves the customer to its new access-end day; a summary that leaves the cell alone changes nothing', () => {
     expect(customerCellDeltas([{ app_id: 'a', before: monthly, after: renewed }])).toEqual([cell('2026-04-01', -1), cell('2026-05-01', 1)]);
-    expect(customerCellDeltas([{ app_id: 'a', before: monthly, after: { ...monthly, expirationDate: '2026-04-01T00:00:00.000Z', firstSeenDay: '2026-03-09' } }])).toEqual([]);
+    expect(
+      customerCellDeltas([{ app_id: 'a', before: monthly, after: { ...monthly, expirationDate: '2026-04-01T00:00:00.000Z', firstSeenDay: '2026-03-09' } }]),
+    ).toEqual([]);
   });
 
   it('a customer found seen a week earlier moves to that week', () => {
-    expect(customerCellDeltas([{ app_id: 'a', before: monthly, after: { ...monthly, firstSeenDay: '2026-03-08' } }])).toEqual([cell('2026-04-01', -1), cell('2026-04-01', 1, { first_week: '2026-03-02' })]);
+    expect(customerCellDeltas([{ app_id: 'a', before: monthly, after: { ...monthly, firstSeenDay: '2026-03-08' } }])).toEqual([
+      cell('2026-04-01', -1),
+      cell('2026-04-01', 1, { first_week: '2026-03-02' }),
+    ]);
   });
 
   it('an erased row takes one away; changes of one cell across customers add up', () => {

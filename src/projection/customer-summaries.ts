@@ -11,8 +11,22 @@ type OwnedReceipt = { app_id: string; application_username: string; receipt_id: 
 /** The columns of a transaction row the rules read (lifecycleOf). */
 type TransactionFacts = Pick<
   TransactionRow,
-  | 'transaction_id' | 'receipt_id' | 'purchase_id' | 'product_id' | 'occurred_at' | 'version_time' | 'expiration_date' | 'grace_period_expiration_date' | 'revocation_date'
-  | 'is_pending' | 'is_upgraded' | 'is_expired' | 'is_billing_retry_period' | 'cancelation_reason' | 'last_renewal_date' | 'renewal_intent'
+  | 'transaction_id'
+  | 'receipt_id'
+  | 'purchase_id'
+  | 'product_id'
+  | 'occurred_at'
+  | 'version_time'
+  | 'expiration_date'
+  | 'grace_period_expiration_date'
+  | 'revocation_date'
+  | 'is_pending'
+  | 'is_upgraded'
+  | 'is_expired'
+  | 'is_billing_retry_period'
+  | 'cancelation_reason'
+  | 'last_renewal_date'
+  | 'renewal_intent'
 >;
 
 const key = (appId: string, name: string) => `${appId}\u0000${name}`;
@@ -69,7 +83,9 @@ export async function refreshSummaries(
       ? []
       : ((await m.query(
           writes ? q.ownedBesidesOwnWrites : q.owned,
-          writes ? [customers.map((c) => c.app_id), customers.map((c) => c.name), writes.partial] : [customers.map((c) => c.app_id), customers.map((c) => c.name)],
+          writes
+            ? [customers.map((c) => c.app_id), customers.map((c) => c.name), writes.partial]
+            : [customers.map((c) => c.app_id), customers.map((c) => c.name)],
         )) as (Partial<TransactionFacts> & OwnedReceipt)[]);
 
   const receiptIds = new Map<string, string[]>();
@@ -124,7 +140,11 @@ export async function refreshAllSummaries(m: Pick<EntityManager, 'query'>, schem
       if (cells) for (const statement of recountCustomerCellsSql(schema)) await m.query(statement);
       return done;
     }
-    await refreshSummaries(m, schema, keys.map((k) => ({ app_id: k.app_id, name: k.application_username })));
+    await refreshSummaries(
+      m,
+      schema,
+      keys.map((k) => ({ app_id: k.app_id, name: k.application_username })),
+    );
     done += keys.length;
     after = keys[keys.length - 1];
   }

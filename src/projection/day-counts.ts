@@ -11,7 +11,10 @@ export function tally<Row extends Record<string, string | boolean>>() {
   const sums = new Map<string, Row & { n: number }>();
   return {
     add(row: Row, n: number) {
-      const k = Object.keys(row).sort().map((field) => row[field]).join('\u0000');
+      const k = Object.keys(row)
+        .sort()
+        .map((field) => row[field])
+        .join('\u0000');
       const sum = sums.get(k) ?? { ...row, n: 0 };
       sum.n += n;
       sums.set(k, sum);

@@ -142,7 +142,10 @@ export async function applyErasures(m: Manager, schema: string, erasures: readon
   ];
   if (gone.length > 0) {
     const goneArgs = [gone.map((c) => c.app_id), gone.map((c) => c.application_username)];
-    await m.query(`DELETE FROM ${schema}.customers c USING unnest($1::text[], $2::text[]) AS k(app_id, name) WHERE c.app_id = k.app_id AND c.application_username = k.name`, goneArgs);
+    await m.query(
+      `DELETE FROM ${schema}.customers c USING unnest($1::text[], $2::text[]) AS k(app_id, name) WHERE c.app_id = k.app_id AND c.application_username = k.name`,
+      goneArgs,
+    );
   }
   if (moved.length > 0) {
     await m.query(

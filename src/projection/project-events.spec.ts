@@ -27,13 +27,26 @@ describe('projectEvents', () => {
   it('given one snapshot, then one transaction row keyed by app and id', () => {
     const { transactions, receipts, customers } = projectEvents([tx('e1', T1, { purchaseDate: T1, expirationDate: T2, amountUSD: 2 })]);
     expect(transactions).toHaveLength(1);
-    expect(transactions[0]).toMatchObject({ app_id: 'app', transaction_id: 'apple:t1', purchase_date: T1, expiration_date: T2, amount_usd: 2, occurred_at: T1, version_time: T1, version_id: 'e1', sandbox: null });
+    expect(transactions[0]).toMatchObject({
+      app_id: 'app',
+      transaction_id: 'apple:t1',
+      purchase_date: T1,
+      expiration_date: T2,
+      amount_usd: 2,
+      occurred_at: T1,
+      version_time: T1,
+      version_id: 'e1',
+      sandbox: null,
+    });
     expect(receipts).toEqual([]);
     expect(customers).toEqual([]);
   });
 
   it('when a newer snapshot follows, then its fields win, its date included', () => {
-    const [row] = projectEvents([tx('e1', T1, { purchaseDate: T1, expirationDate: T2 }), tx('e2', T2, { purchaseDate: T1, lastRenewalDate: T2, expirationDate: T3 })]).transactions;
+    const [row] = projectEvents([
+      tx('e1', T1, { purchaseDate: T1, expirationDate: T2 }),
+      tx('e2', T2, { purchaseDate: T1, lastRenewalDate: T2, expirationDate: T3 }),
+    ]).transactions;
     expect(row).toMatchObject({ expiration_date: T3, occurred_at: T2, first_event_at: T1, version_id: 'e2' });
   });
 
@@ -55,7 +68,12 @@ describe('projectEvents', () => {
   });
 
   it('arriving out of order gives the same rows', () => {
-    const events = [tx('e1', T1, { purchaseDate: T1, expirationDate: T2 }), tx('e2', T2, { expirationDate: T3 }), link('e3', T2, 'apple:r1', 'ann'), link('e4', T3, 'apple:r1', 'bob')];
+    const events = [
+      tx('e1', T1, { purchaseDate: T1, expirationDate: T2 }),
+      tx('e2', T2, { expirationDate: T3 }),
+      link('e3', T2, 'apple:r1', 'ann'),
+      link('e4', T3, 'apple:r1', 'bob'),
+    ];
     const forward = projectEvents(events);
     const backward = projectEvents([...events].reverse());
     const sort = (r: ReturnType<typeof projectEvents>) => ({
@@ -65,7 +83,9 @@ describe('projectEvents', () => {
     });
     expect(sort(backward)).toEqual(sort(forward));
     expect(forward.transactions[0]).toMatchObject({ expiration_date: T3, occurred_at: T1, first_event_at: T1 });
-    expect(forward.receipts).toEqual([{ app_id: 'app', receipt_id: 'apple:r1', application_username: 'bob', explicit: true, version_time: T3, version_id: 'e4' }]);
+    expect(forward.receipts).toEqual([
+      { app_id: 'app', receipt_id: 'apple:r1', application_username: 'bob', explicit: true, version_time: T3, version_id: 'e4' },
+    ]);
   });
 
   it('runs twice, same result', () => {
@@ -86,7 +106,11 @@ describe('projectEvents', () => {
   });
 
   it('restores stay: a later renewal carrying the original username does not move the receipt back', () => {
-    const events = [tx('e1', T1, { applicationUsername: 'ann' }), link('e2', T2, 'apple:r1', 'bob'), tx('e3', T3, { transactionId: 'apple:t2', applicationUsername: 'ann' })];
+    const events = [
+      tx('e1', T1, { applicationUsername: 'ann' }),
+      link('e2', T2, 'apple:r1', 'bob'),
+      tx('e3', T3, { transactionId: 'apple:t2', applicationUsername: 'ann' }),
+    ];
     for (const order of [events, [...events].reverse()]) {
       expect(projectEvents(order).receipts.map((r) => r.application_username)).toEqual(['bob']);
     }
@@ -110,7 +134,10 @@ describe('projectEvents', () => {
   it('given an id reused for other data at the same time, then the greater content digest wins in either order, and both customers are seen', () => {
     const a = tx('same', T2, { expirationDate: T3, applicationUsername: 'ann' });
     const b = tx('same', T2, { expirationDate: T1, applicationUsername: 'bob' });
-    const byName = (changes: ReturnType<typeof projectEvents>) => ({ ...changes, customers: [...changes.customers].sort((x, y) => (x.application_username < y.application_username ? -1 : 1)) });
+    const byName = (changes: ReturnType<typeof projectEvents>) => ({
+      ...changes,
+      customers: [...changes.customers].sort((x, y) => (x.application_username < y.application_username ? -1 : 1)),
+    });
     const [one, other] = [byName(projectEvents([a, b])), byName(projectEvents([b, a]))];
     expect(one).toEqual(other);
     const digests = [snapshotDigest(projectEvents([a]).transactions[0]), snapshotDigest(projectEvents([b]).transactions[0])];
@@ -185,7 +212,9 @@ describe('replacementFlags (rule 2: replaced by another transaction of the same 
   const monthly = row('apple:1001', { product_id: 'apple:pro_monthly', occurred_at: T2, version_time: T2, expiration_date: T3 });
 
   it('given a yearly and, in its year, a monthly of the same subscription, then the yearly is shown replaced', () => {
-    expect(replacementFlags([yearly, monthly])).toEqual([{ app_id: 'app', transaction_id: 'apple:1000', receipt_id: 'apple:1000', is_upgraded: true, cancelation_reason: 'System.Replaced' }]);
+    expect(replacementFlags([yearly, monthly])).toEqual([
+      { app_id: 'app', transaction_id: 'apple:1000', receipt_id: 'apple:1000', is_upgraded: true, cancelation_reason: 'System.Replaced' },
+    ]);
     expect(replacementFlags([monthly, yearly])).toHaveLength(1);
   });
 
@@ -195,7 +224,9 @@ describe('replacementFlags (rule 2: replaced by another transaction of the same 
 
   it('when the replacement goes away (the monthly moved to another receipt), then the row shows its snapshot again', () => {
     const marked = { ...yearly, is_upgraded: true, cancelation_reason: 'System.Replaced', snapshot_cancelation_reason: 'Customer' };
-    expect(replacementFlags([marked])).toEqual([{ app_id: 'app', transaction_id: 'apple:1000', receipt_id: 'apple:1000', is_upgraded: null, cancelation_reason: 'Customer' }]);
+    expect(replacementFlags([marked])).toEqual([
+      { app_id: 'app', transaction_id: 'apple:1000', receipt_id: 'apple:1000', is_upgraded: null, cancelation_reason: 'Customer' },
+    ]);
   });
 
   it('the same receipt id in another application is another subscription', () => {

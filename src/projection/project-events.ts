@@ -103,11 +103,38 @@ export function transactionDate(snapshot: Pick<TransactionRow, 'last_renewal_dat
  * replacement changes them), their snapshot_ columns stand in.
  */
 const SNAPSHOT_FIELDS = [
-  'receipt_id', 'purchase_id', 'product_id', 'platform', 'sandbox', 'purchase_date', 'last_renewal_date', 'renewal_date',
-  'expiration_date', 'renewal_intent', 'renewal_intent_change_date', 'snapshot_cancelation_reason', 'is_pending', 'is_acknowledged',
-  'is_consumed', 'is_billing_retry_period', 'is_trial_period', 'is_intro_period', 'is_expired', 'grace_period_expiration_date',
-  'revocation_date', 'snapshot_is_upgraded', 'price_consent_status', 'discount_id', 'offer_type', 'offer_discount_type',
-  'offer_period', 'ownership_type', 'quantity', 'amount_usd', 'amount_micros', 'currency',
+  'receipt_id',
+  'purchase_id',
+  'product_id',
+  'platform',
+  'sandbox',
+  'purchase_date',
+  'last_renewal_date',
+  'renewal_date',
+  'expiration_date',
+  'renewal_intent',
+  'renewal_intent_change_date',
+  'snapshot_cancelation_reason',
+  'is_pending',
+  'is_acknowledged',
+  'is_consumed',
+  'is_billing_retry_period',
+  'is_trial_period',
+  'is_intro_period',
+  'is_expired',
+  'grace_period_expiration_date',
+  'revocation_date',
+  'snapshot_is_upgraded',
+  'price_consent_status',
+  'discount_id',
+  'offer_type',
+  'offer_discount_type',
+  'offer_period',
+  'ownership_type',
+  'quantity',
+  'amount_usd',
+  'amount_micros',
+  'currency',
 ] as const satisfies readonly (keyof TransactionRow)[];
 export type SnapshotFields = Pick<TransactionRow, (typeof SNAPSHOT_FIELDS)[number]>;
 
@@ -198,7 +225,12 @@ export function projectEvents(events: readonly PurchaseEvent[], isErased: IsEras
         link(event.appId, event.data.receiptId, event.data.applicationUsername, true, version);
         break;
       case 'customer.erased':
-        erasures.push({ app_id: event.appId, ...event.data.usernameHash !== undefined ? { username_hash: event.data.usernameHash } : { application_username: event.data.applicationUsername }, erased_at: event.time, event_id: event.id });
+        erasures.push({
+          app_id: event.appId,
+          ...(event.data.usernameHash !== undefined ? { username_hash: event.data.usernameHash } : { application_username: event.data.applicationUsername }),
+          erased_at: event.time,
+          event_id: event.id,
+        });
         break;
       default:
         assertNever(event);
@@ -262,8 +294,21 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
 /** What deciding a replacement reads of the stored transactions of a receipt. */
 export type ReplacementCandidate = Pick<
   TransactionRow,
-  | 'app_id' | 'transaction_id' | 'receipt_id' | 'purchase_id' | 'product_id' | 'occurred_at' | 'version_time' | 'expiration_date'
-  | 'revocation_date' | 'is_pending' | 'is_expired' | 'is_upgraded' | 'cancelation_reason' | 'snapshot_is_upgraded' | 'snapshot_cancelation_reason'
+  | 'app_id'
+  | 'transaction_id'
+  | 'receipt_id'
+  | 'purchase_id'
+  | 'product_id'
+  | 'occurred_at'
+  | 'version_time'
+  | 'expiration_date'
+  | 'revocation_date'
+  | 'is_pending'
+  | 'is_expired'
+  | 'is_upgraded'
+  | 'cancelation_reason'
+  | 'snapshot_is_upgraded'
+  | 'snapshot_cancelation_reason'
 >;
 export type ShownReplacement = Pick<TransactionRow, 'app_id' | 'transaction_id' | 'receipt_id' | 'is_upgraded' | 'cancelation_reason'>;
 

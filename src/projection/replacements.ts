@@ -53,9 +53,16 @@ export async function applyReplacements(m: Query, schema: string, receipts: read
   if (receipts.length === 0) return [];
   const q = replacementSql(schema);
   const rows = (await m.query(q.candidates, [receipts.map((r) => r.app_id), receipts.map((r) => r.receipt_id)])) as ReplacementCandidate[];
-  const changes = replacementFlags(rows).sort((a, b) => (a.app_id === b.app_id ? (a.transaction_id < b.transaction_id ? -1 : 1) : a.app_id < b.app_id ? -1 : 1));
+  const changes = replacementFlags(rows).sort((a, b) =>
+    a.app_id === b.app_id ? (a.transaction_id < b.transaction_id ? -1 : 1) : a.app_id < b.app_id ? -1 : 1,
+  );
   if (changes.length > 0) {
-    await m.query(q.setShown, [changes.map((c) => c.app_id), changes.map((c) => c.transaction_id), changes.map((c) => c.is_upgraded), changes.map((c) => c.cancelation_reason)]);
+    await m.query(q.setShown, [
+      changes.map((c) => c.app_id),
+      changes.map((c) => c.transaction_id),
+      changes.map((c) => c.is_upgraded),
+      changes.map((c) => c.cancelation_reason),
+    ]);
   }
   return changes;
 }

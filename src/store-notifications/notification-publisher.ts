@@ -27,7 +27,11 @@ export class NotificationPublisher implements OnApplicationShutdown {
   async publish(events: readonly (Record<string, unknown> & { data: { receiptId: string } })[]): Promise<void> {
     for (const event of events) {
       const decoded = decodeEvent(Buffer.from(JSON.stringify(event)), { receivedAt: Date.now(), maxFutureSkewMs: this.config.eventTimeMaxSkewMs });
-      if (!decoded.ok) throw new StoreNotificationError(ErrorCode.NotificationUnmappable, `the notification maps to an event the contract refuses (${decoded.code}): ${decoded.reason}`);
+      if (!decoded.ok)
+        throw new StoreNotificationError(
+          ErrorCode.NotificationUnmappable,
+          `the notification maps to an event the contract refuses (${decoded.code}): ${decoded.reason}`,
+        );
     }
     try {
       const published = structuredClone(events);
@@ -35,7 +39,11 @@ export class NotificationPublisher implements OnApplicationShutdown {
       await this.log.append(published.map((event) => ({ key: event.data.receiptId, value: Buffer.from(JSON.stringify(event)) })));
     } catch (error) {
       // The broker's or PostgreSQL's words go to the log (the problem filter logs 503s with their cause), not to the store.
-      throw new StoreNotificationError(ErrorCode.EventLogUnavailable, `the event log (${this.log.store}) cannot take the notification now; the store will retry`, { cause: error });
+      throw new StoreNotificationError(
+        ErrorCode.EventLogUnavailable,
+        `the event log (${this.log.store}) cannot take the notification now; the store will retry`,
+        { cause: error },
+      );
     }
   }
 

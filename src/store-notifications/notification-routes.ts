@@ -53,7 +53,10 @@ function refuseBeforeBody(store: Store, bodyLimit: number, config: AppConfig): o
     const appId = (request.params as { appId?: string }).appId ?? '';
     let refusal: Error | undefined;
     if (!configured(store, config, appId)) {
-      refusal = new StoreNotificationError(ErrorCode.NotFound, `no ${name} notifications are configured for application ${JSON.stringify(appId)} (${variable})`);
+      refusal = new StoreNotificationError(
+        ErrorCode.NotFound,
+        `no ${name} notifications are configured for application ${JSON.stringify(appId)} (${variable})`,
+      );
     } else if (!JSON_MEDIA_TYPE.test(request.headers['content-type'] ?? '')) {
       refusal = new UnsupportedMediaTypeException('The body must be application/json.');
     } else if (Number(request.headers['content-length']) > bodyLimit) {

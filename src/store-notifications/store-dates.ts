@@ -27,7 +27,12 @@ export function refuseUnstorableDates(what: string, payload: object | null | und
  */
 export function eventTimeOf(eventTimeMillis: unknown): Date | undefined {
   if (eventTimeMillis === undefined || eventTimeMillis === null || eventTimeMillis === '') return undefined;
-  const ms = typeof eventTimeMillis === 'string' && /^-?\d{1,16}$/.test(eventTimeMillis) ? Number(eventTimeMillis) : typeof eventTimeMillis === 'number' ? eventTimeMillis : NaN;
+  const ms =
+    typeof eventTimeMillis === 'string' && /^-?\d{1,16}$/.test(eventTimeMillis)
+      ? Number(eventTimeMillis)
+      : typeof eventTimeMillis === 'number'
+        ? eventTimeMillis
+        : NaN;
   if (!isStorableMillis(ms)) {
     throw new StoreNotificationError(ErrorCode.NotificationUnmappable, 'eventTimeMillis is not epoch milliseconds in the years 0001-9999');
   }
@@ -43,7 +48,9 @@ export function mapDates<T>(run: () => T): T {
     return run();
   } catch (error) {
     if (error instanceof RangeError) {
-      throw new StoreNotificationError(ErrorCode.NotificationUnmappable, 'a date in the notification or the purchase state is not a valid date', { cause: error });
+      throw new StoreNotificationError(ErrorCode.NotificationUnmappable, 'a date in the notification or the purchase state is not a valid date', {
+        cause: error,
+      });
     }
     throw error;
   }

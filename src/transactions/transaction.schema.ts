@@ -35,12 +35,16 @@ export const transactionSchema = {
     isUpgraded: { type: 'boolean', description: 'Replaced by another subscription (upgrade, downgrade or plan change)' },
     priceConsentStatus: str,
     discountId: { type: 'string', description: "The store's offer identifier (Apple offerIdentifier, Google offerId)" },
-    offerType: { type: 'string', description: 'The offer the transaction was bought with: INTRODUCTORY, PROMOTIONAL, OFFER_CODE or WIN_BACK (Apple offerType 1-4)' },
+    offerType: {
+      type: 'string',
+      description: 'The offer the transaction was bought with: INTRODUCTORY, PROMOTIONAL, OFFER_CODE or WIN_BACK (Apple offerType 1-4)',
+    },
     offerDiscountType: { type: 'string', description: "The offer's payment mode: FREE_TRIAL, PAY_AS_YOU_GO, PAY_UP_FRONT or ONE_TIME" },
     offerPeriod: { type: 'string', description: 'How long the offer lasts, an ISO 8601 duration (P1M)' },
     ownershipType: {
       type: 'string',
-      description: 'PURCHASED, or FAMILY_SHARED: the customer has access through Family Sharing, bought by a family member (it counts for activeSubscriber). Absent when the store does not say (Google Play)',
+      description:
+        'PURCHASED, or FAMILY_SHARED: the customer has access through Family Sharing, bought by a family member (it counts for activeSubscriber). Absent when the store does not say (Google Play)',
     },
     quantity: { type: 'integer' },
     amountUSD: num,

@@ -42,11 +42,24 @@ export async function queueChanges(db: DataSource, now: () => Date, pageSize = 2
 async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, pageSize: number): Promise<number> {
   const [{ locked }] = (await m.query(webhooksSql.tryQueueLock, [id])) as { locked: boolean }[];
   if (!locked) return 0; // another instance is queueing for this endpoint
-  const [endpoint] = (await m.query(webhooksSql.endpointCursors, [id])) as { app_id: string; customers_cursor: string; transactions_cursor: string; created_at: Date }[];
+  const [endpoint] = (await m.query(webhooksSql.endpointCursors, [id])) as {
+    app_id: string;
+    customers_cursor: string;
+    transactions_cursor: string;
+    created_at: Date;
+  }[];
   if (!endpoint) return 0;
   const run: RunQuery = (_name, sql, params) => m.query(sql, params);
   const customers = await readChanges<CustomerRow>(run, 'customers', CUSTOMER_COLUMNS, endpoint.app_id, decodeCursor(endpoint.customers_cursor), pageSize, '0');
-  const transactions = await readChanges<TransactionRow>(run, 'transactions', TRANSACTION_COLUMNS, endpoint.app_id, decodeCursor(endpoint.transactions_cursor), pageSize, '0');
+  const transactions = await readChanges<TransactionRow>(
+    run,
+    'transactions',
+    TRANSACTION_COLUMNS,
+    endpoint.app_id,
+    decodeCursor(endpoint.transactions_cursor),
+    pageSize,
+    '0',
+  );
   if (customers.rows.length + transactions.rows.length === 0) return 0;
 
   // Both tables share one order (positions): a full page may stop before rows of the other table
@@ -67,13 +80,22 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
     const deletedAt = customers.deleted[i];
     if (deletedAt !== undefined && Date.parse(deletedAt) < registered) return;
     const data = deletedAt !== undefined ? deletionEntry(key) : toSummaries([row], at)[0];
-    items.push({ position: BigInt(position), type: deletedAt !== undefined ? 'customer.deleted' : 'customer.updated', orderKey: `customer:${key}`, rowKey: `customer:${key}`, data });
+    items.push({
+      position: BigInt(position),
+      type: deletedAt !== undefined ? 'customer.deleted' : 'customer.updated',
+      orderKey: `customer:${key}`,
+      rowKey: `customer:${key}`,
+      data,
+    });
   });
   const txRows = transactions.rows.slice(0, takeTransactions);
   const owners = new Map(
-    ((await m.query(webhooksSql.receiptOwners, [endpoint.app_id, [...new Set(txRows.flatMap((t) => (t.receiptId == null ? [] : [t.receiptId])))]])) as { receipt_id: string; application_username: string }[]).map(
-      (r) => [r.receipt_id, r.application_username],
-    ),
+    (
+      (await m.query(webhooksSql.receiptOwners, [endpoint.app_id, [...new Set(txRows.flatMap((t) => (t.receiptId == null ? [] : [t.receiptId])))]])) as {
+        receipt_id: string;
+        application_username: string;
+      }[]
+    ).map((r) => [r.receipt_id, r.application_username]),
   );
   txRows.forEach((row, i) => {
     const { position, key } = transactions.positions[i];
@@ -81,7 +103,13 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
     if (deletedAt !== undefined) {
       if (Date.parse(deletedAt) < registered) return;
       // The row is gone and so is its owner: ordered by its row key alone, after its earlier states.
-      items.push({ position: BigInt(position), type: 'transaction.deleted', orderKey: `transaction:${key}`, rowKey: `transaction:${key}`, data: transactionDeletionEntry(key) });
+      items.push({
+        position: BigInt(position),
+        type: 'transaction.deleted',
+        orderKey: `transaction:${key}`,
+        rowKey: `transaction:${key}`,
+        data: transactionDeletionEntry(key),
+      });
       return;
     }
     const owner = owners.get(row.receiptId);
@@ -106,6 +134,10 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
   ]);
   const cursorAfter = (page: ChangePage<unknown>, taken: number, previous: string): string =>
     taken === 0 ? previous : encodeCursor(page.positions[taken - 1] as ChangeCursor);
-  await m.query(webhooksSql.advance, [id, cursorAfter(customers, takeCustomers, endpoint.customers_cursor), cursorAfter(transactions, takeTransactions, endpoint.transactions_cursor)]);
+  await m.query(webhooksSql.advance, [
+    id,
+    cursorAfter(customers, takeCustomers, endpoint.customers_cursor),
+    cursorAfter(transactions, takeTransactions, endpoint.transactions_cursor),
+  ]);
   return items.length;
 }

@@ -8,7 +8,18 @@ import { signedHeaders } from './webhook-signing.js';
 import { checkWebhookTarget, InternalTargetError, TARGET_NOT_ALLOWED, webhookLookup } from './webhook-target.js';
 import { webhooksSql } from './webhooks.sql.js';
 
-type Claimed = { id: string; message_id: string; payload: string; attempts: number; created_at: Date; endpoint_id: string; app_id: string; url: string; secret: string; previous_secret: string | null };
+type Claimed = {
+  id: string;
+  message_id: string;
+  payload: string;
+  attempts: number;
+  created_at: Date;
+  endpoint_id: string;
+  app_id: string;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+};
 type Attempt = { ok: true; status: number } | { ok: false; status: number | null; error: string };
 
 /** What is kept of a receiver's answer: enough to say why it failed, never the whole body. */
@@ -29,7 +40,10 @@ export type DeliveryLog = { warn(o: Record<string, unknown>): void; info(o: Reco
 class FailureLog {
   private readonly endpoints = new Map<string, { loggedAt: number; unlogged: number }>();
 
-  constructor(private readonly log: DeliveryLog, private readonly now: () => number) {}
+  constructor(
+    private readonly log: DeliveryLog,
+    private readonly now: () => number,
+  ) {}
 
   failed(d: { endpoint_id: string; id: string; attempts: number }, status: number | null, error: string, outcome: string, disabled: boolean): void {
     const seen = this.endpoints.get(d.endpoint_id);
@@ -39,7 +53,11 @@ class FailureLog {
       return;
     }
     this.log.warn({
-      msg: disabled ? 'webhook endpoint disabled: failing for longer than WEBHOOK_MAX_AGE' : outcome === 'failed' ? 'webhook delivery given up (older than WEBHOOK_MAX_AGE)' : 'webhook delivery failed; will retry',
+      msg: disabled
+        ? 'webhook endpoint disabled: failing for longer than WEBHOOK_MAX_AGE'
+        : outcome === 'failed'
+          ? 'webhook delivery given up (older than WEBHOOK_MAX_AGE)'
+          : 'webhook delivery failed; will retry',
       endpointId: d.endpoint_id,
       deliveryId: d.id,
       attempt: d.attempts,
@@ -142,7 +160,11 @@ export class WebhookSender {
         body: d.payload,
         redirect: 'manual',
         signal: AbortSignal.timeout(this.settings.timeoutMs),
-        headers: { 'content-type': 'application/json', 'user-agent': 'subscription-records-webhooks/1', ...signedHeaders(d.message_id, new Date(), d.payload, secrets) },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'subscription-records-webhooks/1',
+          ...signedHeaders(d.message_id, new Date(), d.payload, secrets),
+        },
       });
       const excerpt = await readExcerpt(response);
       if (response.status >= 200 && response.status < 300) return { ok: true, status: response.status };

@@ -78,13 +78,14 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         if (!this.failing) this.logger.warn({ msg: 'webhook delivery paused (PostgreSQL unreachable or refusing); retrying', error: (error as Error).message });
         this.failing = true;
       }
-      if (!busy) await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.config.webhooks.pollMs);
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      if (!busy)
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.config.webhooks.pollMs);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
     }
   }
 }

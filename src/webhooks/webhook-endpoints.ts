@@ -29,7 +29,11 @@ export type EndpointListing = {
  * Registers an endpoint. It receives the changes made from now on, or every row from the beginning
  * of the change feed with `fromStart`. Returns its id and signing secret.
  */
-export async function addEndpoint(db: DataSource, settings: WebhookSettings, o: { appId: string; url: string; fromStart?: boolean }): Promise<{ id: string; secret: string }> {
+export async function addEndpoint(
+  db: DataSource,
+  settings: WebhookSettings,
+  o: { appId: string; url: string; fromStart?: boolean },
+): Promise<{ id: string; secret: string }> {
   if (!/^[\x21-\x7e]{1,200}$/.test(o.appId)) throw new WebhookEndpointError('--app must be an application id (printable, at most 200 characters)');
   const target = checkWebhookTarget(o.url, settings.allowHosts);
   await checkResolvedTarget(target, settings.allowHosts);
@@ -114,7 +118,8 @@ export async function redeliver(db: DataSource, id: string, deliveryId?: string)
     }
     await m.query(`UPDATE public.webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE id = $1::bigint`, [id]);
     const [rows] = (await m.query(webhooksSql.redeliver, [id, deliveryId ?? null])) as [unknown[], number];
-    if (deliveryId !== undefined && rows.length === 0) throw new WebhookEndpointError(`endpoint ${id} has no delivery ${deliveryId} (see webhooks deliveries --id ${id})`);
+    if (deliveryId !== undefined && rows.length === 0)
+      throw new WebhookEndpointError(`endpoint ${id} has no delivery ${deliveryId} (see webhooks deliveries --id ${id})`);
     return { queued: rows.length, superseded: superseded.length };
   });
 }

@@ -183,7 +183,11 @@ describe('isInternalAddress', () => {
 /** A stand-in for dns.lookup answering from a table, counting its calls. */
 function resolver(table: Record<string, string[] | NodeJS.ErrnoException>) {
   const calls: string[] = [];
-  const lookup = ((hostname: string, options: { all?: boolean }, callback: (e: NodeJS.ErrnoException | null, a: string | LookupAddress[], f?: number) => void) => {
+  const lookup = ((
+    hostname: string,
+    options: { all?: boolean },
+    callback: (e: NodeJS.ErrnoException | null, a: string | LookupAddress[], f?: number) => void,
+  ) => {
     calls.push(hostname);
     const answer = table[hostname];
     if (answer instanceof Error) return callback(answer, '');

@@ -82,7 +82,9 @@ export function checkWebhookTarget(url: string, allowHosts: readonly string[]): 
     );
   }
   if (!allowHosts.includes(host) && isIP(host) !== 0 && isInternalAddress(host)) {
-    throw new InternalTargetError(`the webhook URL's host ${host} is an internal address (loopback, private, link-local or reserved); list it in WEBHOOK_ALLOW_HOSTS to send there`);
+    throw new InternalTargetError(
+      `the webhook URL's host ${host} is an internal address (loopback, private, link-local or reserved); list it in WEBHOOK_ALLOW_HOSTS to send there`,
+    );
   }
   return target;
 }
@@ -115,8 +117,12 @@ export function webhookLookup(allowHosts: readonly string[], lookup: typeof dnsL
 export async function checkResolvedTarget(target: URL, allowHosts: readonly string[], lookup: typeof dnsLookup = dnsLookup): Promise<void> {
   const host = hostOf(target);
   if (isIP(host) !== 0) return;
-  const refused = await new Promise<Error | null>((resolve) => webhookLookup(allowHosts, lookup)(host, { all: true } satisfies LookupOptions, (error) => resolve(error)));
+  const refused = await new Promise<Error | null>((resolve) =>
+    webhookLookup(allowHosts, lookup)(host, { all: true } satisfies LookupOptions, (error) => resolve(error)),
+  );
   if (refused instanceof InternalTargetError) {
-    throw new InternalTargetError(`the webhook URL's host ${host} resolves to an internal address (loopback, private, link-local or reserved); list it in WEBHOOK_ALLOW_HOSTS to send there`);
+    throw new InternalTargetError(
+      `the webhook URL's host ${host} resolves to an internal address (loopback, private, link-local or reserved); list it in WEBHOOK_ALLOW_HOSTS to send there`,
+    );
   }
 }

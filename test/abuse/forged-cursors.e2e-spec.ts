@@ -38,7 +38,10 @@ describe('forged change-feed cursors (e2e, real PostgreSQL)', () => {
     await project(
       db.dataSource,
       ['alice', 'bob', 'carol', 'dé jà ✓'].map((user, i) =>
-        txEvent({ time: `2024-01-0${i + 1}T00:00:00Z`, data: { transactionId: `apple:t${i}`, purchaseDate: `2024-01-0${i + 1}T00:00:00Z`, applicationUsername: user } }),
+        txEvent({
+          time: `2024-01-0${i + 1}T00:00:00Z`,
+          data: { transactionId: `apple:t${i}`, purchaseDate: `2024-01-0${i + 1}T00:00:00Z`, applicationUsername: user },
+        }),
       ),
     );
     // Every cursor a client paging one row at a time is handed, from the start to the end. An empty
@@ -50,7 +53,7 @@ describe('forged change-feed cursors (e2e, real PostgreSQL)', () => {
       genuine[listing] = await expectEventually(
         async () => {
           const cursors: string[] = [];
-          for (let cursor = '0'; ; ) {
+          for (let cursor = '0'; ;) {
             const res = await api.get(`/v2/${listing}?changedAfter=${cursor}&limit=1`, token);
             status = res.status;
             if (status !== 200) return cursors; // not retried: asserted below
@@ -95,7 +98,13 @@ describe('forged change-feed cursors (e2e, real PostgreSQL)', () => {
   async function expectRefused(listing: Listing, value: string, o: { app?: string } = {}) {
     const res = await api.get(`/v2/${listing}?changedAfter=${value}`, o.app ? api.token(o.app) : token);
     const seen = { value, status: res.status, contentType: res.headers.get('content-type'), parameter: res.body?.parameter, code: res.body?.code };
-    expect(seen).toEqual({ value, status: 400, contentType: expect.stringContaining('application/problem+json'), parameter: 'changedAfter', code: 'invalid_parameter' });
+    expect(seen).toEqual({
+      value,
+      status: 400,
+      contentType: expect.stringContaining('application/problem+json'),
+      parameter: 'changedAfter',
+      code: 'invalid_parameter',
+    });
     return res;
   }
 
@@ -139,7 +148,9 @@ describe('forged change-feed cursors (e2e, real PostgreSQL)', () => {
   });
 
   it('an unsigned cursor of the kind issued before signing is refused with a message telling the client to restart from 0', async () => {
-    const [{ p }] = (await db.dataSource.query(`SELECT min(change_position)::text AS p FROM read_model.transactions WHERE app_id = 'app-1'`)) as { p: string }[];
+    const [{ p }] = (await db.dataSource.query(`SELECT min(change_position)::text AS p FROM read_model.transactions WHERE app_id = 'app-1'`)) as {
+      p: string;
+    }[];
     const res = await expectRefused('transactions', b64(`${p}:apple:t0`));
     expect(res.body.detail).toMatch(/unsigned cursor.*restart from changedAfter=0/);
   });
@@ -154,12 +165,15 @@ describe('forged change-feed cursors (e2e, real PostgreSQL)', () => {
     const cursor = fc.record({ listing: fc.constantFrom(...LISTINGS), i: fc.nat({ max: 4 }) });
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
     const altered = fc
-      .tuple(cursor, fc.oneof(
-        fc.record({ kind: fc.constant('truncate' as const), keep: fc.nat() }),
-        fc.record({ kind: fc.constant('append' as const), more: fc.string({ unit: fc.constantFrom(...alphabet), minLength: 1, maxLength: 40 }) }),
-        fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), by: fc.constantFrom(...alphabet) }),
-        fc.record({ kind: fc.constant('flipByte' as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
-      ))
+      .tuple(
+        cursor,
+        fc.oneof(
+          fc.record({ kind: fc.constant('truncate' as const), keep: fc.nat() }),
+          fc.record({ kind: fc.constant('append' as const), more: fc.string({ unit: fc.constantFrom(...alphabet), minLength: 1, maxLength: 40 }) }),
+          fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), by: fc.constantFrom(...alphabet) }),
+          fc.record({ kind: fc.constant('flipByte' as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
+        ),
+      )
       .map(([{ listing, i }, change]) => {
         const text = genuine[listing][i];
         const bytes = Buffer.from(text, 'base64url');
@@ -191,16 +205,27 @@ describe('forged change-feed cursors (e2e, real PostgreSQL)', () => {
     const forged = fc.oneof(
       // the signed layout with a guessed MAC: far-future positions, NUL, invalid UTF-8
       fc
-        .tuple(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), fc.uint8Array({ maxLength: 64 }), fc.uint8Array({ minLength: 0, maxLength: 32 }), fc.integer({ min: 0, max: 255 }))
+        .tuple(
+          fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+          fc.uint8Array({ maxLength: 64 }),
+          fc.uint8Array({ minLength: 0, maxLength: 32 }),
+          fc.integer({ min: 0, max: 255 }),
+        )
         .map(([position, key, mac, version]) => signedLayout(position, key, mac, version)),
       // the unsigned layout of the past
       fc
         .tuple(fc.bigInt({ min: 0n, max: 10n ** 19n - 1n }), fc.uint8Array({ maxLength: 64 }))
         .map(([position, key]) => b64(Buffer.concat([Buffer.from(`${position}:`), key]))),
       // any bytes at all, sent raw (percent-encoded): invalid UTF-8, NUL, separators
-      fc.uint8Array({ minLength: 1, maxLength: 200 }).filter((b) => Buffer.from(b).toString('latin1') !== '0').map(percentBytes),
+      fc
+        .uint8Array({ minLength: 1, maxLength: 200 })
+        .filter((b) => Buffer.from(b).toString('latin1') !== '0')
+        .map(percentBytes),
       // any text, URL-encoded
-      fc.string({ unit: 'binary', minLength: 1, maxLength: 200 }).filter((s) => s !== '0').map(encodeURIComponent),
+      fc
+        .string({ unit: 'binary', minLength: 1, maxLength: 200 })
+        .filter((s) => s !== '0')
+        .map(encodeURIComponent),
       // long runs of the base64url alphabet
       fc.integer({ min: 4097, max: 14_000 }).map((n) => 'A'.repeat(n)),
     );
@@ -227,7 +252,12 @@ describe('forged change-feed cursors (e2e, real PostgreSQL)', () => {
     await api.close();
     api = await startTestApp({ databaseUrl: db.url });
     token = api.token('app-1');
-    await project(db.dataSource, [txEvent({ time: '2024-02-01T00:00:00Z', data: { transactionId: 'apple:after-restart', purchaseDate: '2024-02-01T00:00:00Z', applicationUsername: 'dave' } })]);
+    await project(db.dataSource, [
+      txEvent({
+        time: '2024-02-01T00:00:00Z',
+        data: { transactionId: 'apple:after-restart', purchaseDate: '2024-02-01T00:00:00Z', applicationUsername: 'dave' },
+      }),
+    ]);
     // Drained again from the start while a held-back high-water mark (readFeed) ends it short.
     await expectEventually(
       async () => {

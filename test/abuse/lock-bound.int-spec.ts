@@ -89,41 +89,45 @@ describe('locks per batch (integration, real PostgreSQL with its default lock ta
     await db?.drop();
   });
 
-  it('full fetches of time-ordered events, one receipt per event, on several partitions at once: every batch applies within the default lock allowance', async () => {
-    // PostgreSQL's default; a server configured with more would hide the overflow
-    expect((await pool.query('SHOW max_locks_per_transaction'))[0].max_locks_per_transaction).toBe('64');
-    const maxBytes = loadConfig({ KAFKA_BROKERS: '127.0.0.1:9092' }).kafka!.maxBytesPerPartition;
-    const perPartition = fetches(timeOrderedStream(10_000 * PARTITIONS * ROUNDS, Date.UTC(2026, 10, 20)), maxBytes, ROUNDS);
-    // the premise: thousands of events per fetch, nearly every one another receipt
-    for (const batch of perPartition.flat()) {
-      expect(batch.messages.length).toBeGreaterThan(5_000);
-      expect(new Set(batch.messages.map((m) => String(m.key))).size).toBeGreaterThan(0.95 * batch.messages.length);
-    }
+  it(
+    'full fetches of time-ordered events, one receipt per event, on several partitions at once: every batch applies within the default lock allowance',
+    async () => {
+      // PostgreSQL's default; a server configured with more would hide the overflow
+      expect((await pool.query('SHOW max_locks_per_transaction'))[0].max_locks_per_transaction).toBe('64');
+      const maxBytes = loadConfig({ KAFKA_BROKERS: '127.0.0.1:9092' }).kafka!.maxBytesPerPartition;
+      const perPartition = fetches(timeOrderedStream(10_000 * PARTITIONS * ROUNDS, Date.UTC(2026, 10, 20)), maxBytes, ROUNDS);
+      // the premise: thousands of events per fetch, nearly every one another receipt
+      for (const batch of perPartition.flat()) {
+        expect(batch.messages.length).toBeGreaterThan(5_000);
+        expect(new Set(batch.messages.map((m) => String(m.key))).size).toBeGreaterThan(0.95 * batch.messages.length);
+      }
 
-    // Just before each commit, while that batch holds every lock it took: its advisory locks.
-    let mostAdvisory = 0;
-    const beforeCommit = async () => {
-      const rows: { n: number }[] = await db.dataSource.query(
-        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      // Just before each commit, while that batch holds every lock it took: its advisory locks.
+      let mostAdvisory = 0;
+      const beforeCommit = async () => {
+        const rows: { n: number }[] = await db.dataSource.query(
+          `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
          WHERE l.locktype = 'advisory' AND a.application_name = 'lock-bound' GROUP BY l.pid`,
-      );
-      mostAdvisory = Math.max(mostAdvisory, ...rows.map((r) => r.n));
-    };
-    for (let round = 0; round < ROUNDS; round++) {
-      const outcomes = await Promise.all(perPartition.map((batches) => applyBatch(pool, batches[round], { beforeCommit })));
-      expect(outcomes.map((o) => o.kind)).toEqual(perPartition.map(() => 'applied'));
-    }
+        );
+        mostAdvisory = Math.max(mostAdvisory, ...rows.map((r) => r.n));
+      };
+      for (let round = 0; round < ROUNDS; round++) {
+        const outcomes = await Promise.all(perPartition.map((batches) => applyBatch(pool, batches[round], { beforeCommit })));
+        expect(outcomes.map((o) => o.kind)).toEqual(perPartition.map(() => 'applied'));
+      }
 
-    const all = perPartition.flat().flatMap((b) => b.messages);
-    const receipts = new Set(all.map((m) => String(m.key))).size;
-    expect(await countRows(pool, 'read_model.transactions')).toBe(receipts);
-    expect(await countRows(pool, 'read_model.customers')).toBe(receipts);
-    // every message applied: offsets are dense from 0 in each partition
-    const [{ n }] = await pool.query(`SELECT sum(next_offset)::int AS n FROM read_model.projection_offsets WHERE topic = 'purchase-events'`);
-    expect(n).toBe(all.length);
-    // the receipt buckets, the application buckets and the live-projection lock
-    expect(mostAdvisory).toBeGreaterThan(0);
-    expect(mostAdvisory).toBeLessThanOrEqual(RECEIPT_LOCK_BUCKETS + APP_LOCK_BUCKETS + 1);
-    expect(RECEIPT_LOCK_BUCKETS + APP_LOCK_BUCKETS + 1).toBe(73); // the bound docs/security.md states
-  }, Math.max(60_000, ROUNDS * 15_000));
+      const all = perPartition.flat().flatMap((b) => b.messages);
+      const receipts = new Set(all.map((m) => String(m.key))).size;
+      expect(await countRows(pool, 'read_model.transactions')).toBe(receipts);
+      expect(await countRows(pool, 'read_model.customers')).toBe(receipts);
+      // every message applied: offsets are dense from 0 in each partition
+      const [{ n }] = await pool.query(`SELECT sum(next_offset)::int AS n FROM read_model.projection_offsets WHERE topic = 'purchase-events'`);
+      expect(n).toBe(all.length);
+      // the receipt buckets, the application buckets and the live-projection lock
+      expect(mostAdvisory).toBeGreaterThan(0);
+      expect(mostAdvisory).toBeLessThanOrEqual(RECEIPT_LOCK_BUCKETS + APP_LOCK_BUCKETS + 1);
+      expect(RECEIPT_LOCK_BUCKETS + APP_LOCK_BUCKETS + 1).toBe(73); // the bound docs/security.md states
+    },
+    Math.max(60_000, ROUNDS * 15_000),
+  );
 });

@@ -29,7 +29,8 @@ const AUDIENCE = 'https://records.example.com/v2/notifications/google/app-1';
 const APPLE_LIMIT = 64 * 1024;
 const GOOGLE_LIMIT = 16 * 1024;
 /** JavaScript's own error texts, which a problem must never carry. */
-const JS_ERROR_TEXT = /Cannot read propert|is not a function|Unexpected token|is not valid JSON|undefined is not|null is not|TypeError|SyntaxError|RangeError|at position \d/;
+const JS_ERROR_TEXT =
+  /Cannot read propert|is not a function|Unexpected token|is not valid JSON|undefined is not|null is not|TypeError|SyntaxError|RangeError|at position \d/;
 
 const b64u = (text: string | Buffer) => Buffer.from(text).toString('base64url');
 /** A JWS over any payload text (jsonwebtoken signs objects only), with the test CA's chain. */
@@ -120,14 +121,23 @@ describe('hostile bodies on the store notification routes (e2e, real PostgreSQL)
     });
 
     it('answers another content type 415 before reading the body', async () => {
-      const r = await rawExchange(port, { head: postHead(`/v2/notifications/${store}/app-1`, 50_000, { 'content-type': 'text/plain' }), parts: ['x'], waitMs: 3000 });
+      const r = await rawExchange(port, {
+        head: postHead(`/v2/notifications/${store}/app-1`, 50_000, { 'content-type': 'text/plain' }),
+        parts: ['x'],
+        waitMs: 3000,
+      });
       expect({ status: r.status, closed: r.closed }).toEqual({ status: 415, closed: true });
     });
 
     it('stops reading a chunked body at the limit: 413', async () => {
       const piece = chunk(`"${'a'.repeat(4094)}",`);
       const pieces = Array.from({ length: Math.ceil((limit * 4) / 4096) }, () => piece);
-      const r = await rawExchange(port, { head: postHead(`/v2/notifications/${store}/app-1`, undefined, store === 'google' ? { authorization: pushToken() } : {}), parts: [chunk('['), ...pieces], everyMs: 2, waitMs: 5000 });
+      const r = await rawExchange(port, {
+        head: postHead(`/v2/notifications/${store}/app-1`, undefined, store === 'google' ? { authorization: pushToken() } : {}),
+        parts: [chunk('['), ...pieces],
+        everyMs: 2,
+        waitMs: 5000,
+      });
       expect(r.status).toBe(413);
       expect(JSON.parse(r.body)).toMatchObject({ status: 413 });
     });
@@ -145,7 +155,14 @@ describe('hostile bodies on the store notification routes (e2e, real PostgreSQL)
 
   it('takes a genuine Apple notification near the limit (room for Apple-size chains)', async () => {
     // A TEST notification padded with an unknown field to 60 KB: Apple's real ones are 15-25 KB.
-    const payload = { notificationType: 'TEST', notificationUUID: randomUUID(), version: '2.0', signedDate: Date.now(), data: { bundleId: BUNDLE, environment: 'Sandbox' }, padding: 'p'.repeat(44_000) };
+    const payload = {
+      notificationType: 'TEST',
+      notificationUUID: randomUUID(),
+      version: '2.0',
+      signedDate: Date.now(),
+      data: { bundleId: BUNDLE, environment: 'Sandbox' },
+      padding: 'p'.repeat(44_000),
+    };
     const body = JSON.stringify({ signedPayload: signAppleJws(ca, payload) });
     expect(body.length).toBeGreaterThan(58_000);
     expect(body.length).toBeLessThan(APPLE_LIMIT);
@@ -155,14 +172,25 @@ describe('hostile bodies on the store notification routes (e2e, real PostgreSQL)
 
   it('never echoes a JavaScript error: a JWS whose data is null or whose payload is null, a Pub/Sub data that is not JSON', async () => {
     // Apple's library reads a property of the null data: a TypeError it reports as VERIFICATION_FAILURE.
-    const nullData = await post('/v2/notifications/apple/app-1', JSON.stringify({ signedPayload: signRaw(ca, JSON.stringify({ notificationType: 'TEST', notificationUUID: 'u', signedDate: Date.now(), data: null })) }));
+    const nullData = await post(
+      '/v2/notifications/apple/app-1',
+      JSON.stringify({ signedPayload: signRaw(ca, JSON.stringify({ notificationType: 'TEST', notificationUUID: 'u', signedDate: Date.now(), data: null })) }),
+    );
     expectProblem(nullData, 400, 'notification_unverified');
     expect(nullData.json.detail).toMatch(/^signedPayload failed verification: VERIFICATION_FAILURE \(/);
     const nullPayload = await post('/v2/notifications/apple/app-1', JSON.stringify({ signedPayload: signRaw(ca, 'null') }));
     expectProblem(nullPayload, 400, 'notification_unverified');
-    const notJson = await post('/v2/notifications/google/app-1', JSON.stringify({ message: { data: Buffer.from('{not json').toString('base64'), messageId: '1' } }), { authorization: pushToken() });
+    const notJson = await post(
+      '/v2/notifications/google/app-1',
+      JSON.stringify({ message: { data: Buffer.from('{not json').toString('base64'), messageId: '1' } }),
+      { authorization: pushToken() },
+    );
     expectProblem(notJson, 400, 'notification_unverified');
-    const nullMessage = await post('/v2/notifications/google/app-1', JSON.stringify({ message: { data: Buffer.from('null').toString('base64'), messageId: '2' } }), { authorization: pushToken() });
+    const nullMessage = await post(
+      '/v2/notifications/google/app-1',
+      JSON.stringify({ message: { data: Buffer.from('null').toString('base64'), messageId: '2' } }),
+      { authorization: pushToken() },
+    );
     expectProblem(nullMessage, 400, 'notification_unverified');
     const proto = await post('/v2/notifications/apple/app-1', '{"__proto__":{"polluted":1},"signedPayload":"a.b.c"}');
     expectProblem(proto, 400, 'bad_request');
@@ -170,10 +198,13 @@ describe('hostile bodies on the store notification routes (e2e, real PostgreSQL)
     expectProblem(broken, 400, 'bad_request');
   });
 
-  it('logs each refusal at warn with its reason and the library\'s cause, never the body', async () => {
+  it("logs each refusal at warn with its reason and the library's cause, never the body", async () => {
     logLines.length = 0;
     const marker = `secret-body-marker-${randomUUID()}`;
-    await post('/v2/notifications/apple/app-1', JSON.stringify({ signedPayload: signRaw(ca, JSON.stringify({ notificationType: 'TEST', signedDate: Date.now(), data: null })), marker }));
+    await post(
+      '/v2/notifications/apple/app-1',
+      JSON.stringify({ signedPayload: signRaw(ca, JSON.stringify({ notificationType: 'TEST', signedDate: Date.now(), data: null })), marker }),
+    );
     await post('/v2/notifications/apple/app-1', JSON.stringify({ nothing: marker }));
     await rawExchange(port, { head: postHead('/v2/notifications/google/app-unknown', 20), parts: [`"${marker}"`], waitMs: 2000 });
     const refusals = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request refused');
@@ -193,7 +224,16 @@ describe('hostile bodies on the store notification routes (e2e, real PostgreSQL)
       fc.string({ maxLength: 400 }),
       fc.uint8Array({ maxLength: 400 }).map((a) => Buffer.from(a)),
       fc.jsonValue({ maxDepth: 20 }).map((v) => JSON.stringify({ signedPayload: v, message: v })),
-      fc.constantFrom('{"signedPayload":null}', '{"message":null}', '{"message":{"data":7,"messageId":[]}}', '[]', 'null', '"x"', '{"__proto__":1}', '{"constructor":{"prototype":{}}}'),
+      fc.constantFrom(
+        '{"signedPayload":null}',
+        '{"message":null}',
+        '{"message":{"data":7,"messageId":[]}}',
+        '[]',
+        'null',
+        '"x"',
+        '{"__proto__":1}',
+        '{"constructor":{"prototype":{}}}',
+      ),
     );
     await fc.assert(
       fc.asyncProperty(
@@ -201,7 +241,11 @@ describe('hostile bodies on the store notification routes (e2e, real PostgreSQL)
         bodies,
         fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/jsonx'),
         async (store, body, type) => {
-          const res = await fetch(`${base}/v2/notifications/${store}/app-1`, { method: 'POST', headers: { 'content-type': type, ...(store === 'google' ? { authorization: pushToken() } : {}) }, body });
+          const res = await fetch(`${base}/v2/notifications/${store}/app-1`, {
+            method: 'POST',
+            headers: { 'content-type': type, ...(store === 'google' ? { authorization: pushToken() } : {}) },
+            body,
+          });
           const text = await res.text();
           if (res.status < 400 || res.status >= 500) throw new Error(`${res.status} for ${type} ${String(body).slice(0, 80)}: ${text}`);
           expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -210,7 +254,18 @@ describe('hostile bodies on the store notification routes (e2e, real PostgreSQL)
       ),
       { numRuns: Math.round(60 * SCALE) },
     );
-    const ok = await post('/v2/notifications/apple/app-1', JSON.stringify({ signedPayload: signAppleJws(ca, { notificationType: 'TEST', notificationUUID: randomUUID(), version: '2.0', signedDate: Date.now(), data: { bundleId: BUNDLE, environment: 'Sandbox' } }) }));
+    const ok = await post(
+      '/v2/notifications/apple/app-1',
+      JSON.stringify({
+        signedPayload: signAppleJws(ca, {
+          notificationType: 'TEST',
+          notificationUUID: randomUUID(),
+          version: '2.0',
+          signedDate: Date.now(),
+          data: { bundleId: BUNDLE, environment: 'Sandbox' },
+        }),
+      }),
+    );
     expect(ok.status).toBe(200);
   });
 });

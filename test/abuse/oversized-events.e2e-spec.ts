@@ -143,26 +143,52 @@ describe('oversized events on the embedded log (e2e: the built CLI and service, 
     });
 
     it('is dead-lettered too_large without being loaded, and ingestion goes on', async () => {
-      await appendToEventLog(db.dataSource, topic, [0, 1].map((n) => ({ key: null, value: good(n) })));
+      await appendToEventLog(
+        db.dataSource,
+        topic,
+        [0, 1].map((n) => ({ key: null, value: good(n) })),
+      );
       // ~100 MB (x SCALE) of valid JSON made inside PostgreSQL, at the next offset, as any SQL client
       // could; at most 400 MB: PostgreSQL holds no value over 1 GB, and builds this one twice in memory.
       const megabytes = Math.min(400, Math.round(100 * SCALE));
       await db.dataSource.transaction(async (m) => {
-        const [{ next }] = await m.query(`WITH h AS (UPDATE public.event_log_heads SET next_offset = next_offset + 1 WHERE topic = $1 AND partition = 0 RETURNING next_offset - 1 AS next) SELECT next FROM h`, [topic]);
+        const [{ next }] = await m.query(
+          `WITH h AS (UPDATE public.event_log_heads SET next_offset = next_offset + 1 WHERE topic = $1 AND partition = 0 RETURNING next_offset - 1 AS next) SELECT next FROM h`,
+          [topic],
+        );
         await m.query(
           `INSERT INTO public.event_log (topic, partition, "offset", key, value)
            VALUES ($1, 0, $2, 'apple:r-huge', convert_to(replace($3, '@PAD@', repeat('abcdefghijklmnopqrstuvwxyz0123456789', $4)), 'UTF8'))`,
           [topic, next, paddedEvent('consume', 99, 1000).replace(/x+/, '@PAD@'), Math.ceil((megabytes * 1024 * 1024) / 36)],
         );
       });
-      await appendToEventLog(db.dataSource, topic, [2, 3, 4].map((n) => ({ key: null, value: good(n) })));
+      await appendToEventLog(
+        db.dataSource,
+        topic,
+        [2, 3, 4].map((n) => ({ key: null, value: good(n) })),
+      );
 
-      await expectEventually(async () => {
-        const [row] = await db.dataSource.query(`SELECT next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
-        expect({ stored: row?.n, exited: service.child.exitCode }).toEqual({ stored: 6, exited: null });
-      }, 60_000, 200);
-      const dead = await db.dataSource.query(`SELECT "offset"::int AS offset, code, reason, length(value) AS kept, convert_from(key, 'UTF8') AS key FROM public.dead_letters WHERE topic = $1`, [topic]);
-      expect(dead).toEqual([{ offset: 2, code: 'too_large', key: 'apple:r-huge', kept: MAX, reason: expect.stringMatching(new RegExp(`^\\d{9,} bytes; at most ${MAX} \\(EVENT_MAX_BYTES\\)`)) }]);
+      await expectEventually(
+        async () => {
+          const [row] = await db.dataSource.query(`SELECT next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
+          expect({ stored: row?.n, exited: service.child.exitCode }).toEqual({ stored: 6, exited: null });
+        },
+        60_000,
+        200,
+      );
+      const dead = await db.dataSource.query(
+        `SELECT "offset"::int AS offset, code, reason, length(value) AS kept, convert_from(key, 'UTF8') AS key FROM public.dead_letters WHERE topic = $1`,
+        [topic],
+      );
+      expect(dead).toEqual([
+        {
+          offset: 2,
+          code: 'too_large',
+          key: 'apple:r-huge',
+          kept: MAX,
+          reason: expect.stringMatching(new RegExp(`^\\d{9,} bytes; at most ${MAX} \\(EVENT_MAX_BYTES\\)`)),
+        },
+      ]);
       const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'consume'`);
       expect(n).toBe(5);
       const ready = await fetch(`http://127.0.0.1:${port}/health/ready`);
@@ -183,11 +209,20 @@ describe('a message over the limit on Kafka, the broker allowing it (e2e, real b
     await admin.connect();
     try {
       const allow = [{ name: 'max.message.bytes', value: String(8 * 1024 * 1024) }];
-      await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries: allow }, { topic: `${topic}.dlq`, numPartitions: 1 }], waitForLeaders: true });
+      await admin.createTopics({
+        topics: [
+          { topic, numPartitions: 1, configEntries: allow },
+          { topic: `${topic}.dlq`, numPartitions: 1 },
+        ],
+        waitForLeaders: true,
+      });
     } finally {
       await admin.disconnect();
     }
-    api = await startTestApp({ databaseUrl: db.url, env: { CONSUMER_ENABLED: 'true', KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}` } });
+    api = await startTestApp({
+      databaseUrl: db.url,
+      env: { CONSUMER_ENABLED: 'true', KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}` },
+    });
   });
   afterAll(async () => {
     await api?.close();
@@ -204,8 +239,12 @@ describe('a message over the limit on Kafka, the broker allowing it (e2e, real b
     await producer.disconnect();
 
     await waitUntilCaughtUp(db.dataSource, topic, 90_000);
-    const dead = await db.dataSource.query(`SELECT "offset"::int AS offset, code, length(value) AS kept, reason FROM public.dead_letters WHERE topic = $1`, [topic]);
-    expect(dead).toEqual([{ offset: 1, code: 'too_large', kept: MAX, reason: expect.stringContaining(`${big.length + 1} bytes; at most ${MAX} (EVENT_MAX_BYTES)`) }]);
+    const dead = await db.dataSource.query(`SELECT "offset"::int AS offset, code, length(value) AS kept, reason FROM public.dead_letters WHERE topic = $1`, [
+      topic,
+    ]);
+    expect(dead).toEqual([
+      { offset: 1, code: 'too_large', kept: MAX, reason: expect.stringContaining(`${big.length + 1} bytes; at most ${MAX} (EVENT_MAX_BYTES)`) },
+    ]);
     expect((await api.get('/v2/transactions', api.token('kbig'))).body.paging.total).toBe(2);
     const [copy] = await readAll(`${topic}.dlq`, 1);
     expect(copy.headers).toMatchObject({ 'dlq-reason-code': 'too_large', 'dlq-truncated': 'true', 'dlq-original-bytes': String(big.length) });

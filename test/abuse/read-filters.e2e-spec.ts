@@ -32,7 +32,16 @@ describe('hostile filter values (e2e, real PostgreSQL)', () => {
     api = await startTestApp({ databaseUrl: db.url });
     token = api.token('app-1', ['customers:read', 'transactions:read']);
     await project(db.dataSource, [
-      txEvent({ time: '2026-01-01T00:00:00Z', data: { transactionId: 'apple:t1', receiptId: 'apple:r1', applicationUsername: 'ann', purchaseDate: '2026-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z' } }),
+      txEvent({
+        time: '2026-01-01T00:00:00Z',
+        data: {
+          transactionId: 'apple:t1',
+          receiptId: 'apple:r1',
+          applicationUsername: 'ann',
+          purchaseDate: '2026-01-01T00:00:00Z',
+          expirationDate: '2099-01-01T00:00:00Z',
+        },
+      }),
     ]);
   });
 
@@ -41,7 +50,10 @@ describe('hostile filter values (e2e, real PostgreSQL)', () => {
     await db?.drop();
   });
 
-  for (const [listing, names] of [['customers', CUSTOMER_PARAMS], ['transactions', TRANSACTION_PARAMS]] as const) {
+  for (const [listing, names] of [
+    ['customers', CUSTOMER_PARAMS],
+    ['transactions', TRANSACTION_PARAMS],
+  ] as const) {
     it(`/v2/${listing}: 200 or a 400 naming one of the parameters sent, never 5xx (${RUNS} runs)`, async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom(...names), value), { minLength: 1, maxLength: 4 }), async (pairs) => {

@@ -26,7 +26,11 @@ describe(`slow clients (e2e, REQUEST_TIMEOUT_MS=${TIMEOUT_MS})`, () => {
     db = await createTestDatabase('slowclients');
     api = await startTestApp({
       databaseUrl: db.url,
-      env: { REQUEST_TIMEOUT_MS: String(TIMEOUT_MS), APPLE_ROOT_CERTIFICATES: writeTempFile('apple-root.pem', new X509Certificate(ca.root).toString()), APPLE_APPS: 'app-1:com.example.slow:Sandbox' },
+      env: {
+        REQUEST_TIMEOUT_MS: String(TIMEOUT_MS),
+        APPLE_ROOT_CERTIFICATES: writeTempFile('apple-root.pem', new X509Certificate(ca.root).toString()),
+        APPLE_APPS: 'app-1:com.example.slow:Sandbox',
+      },
     });
     port = Number(new URL(api.baseUrl).port);
   });
@@ -51,7 +55,9 @@ describe(`slow clients (e2e, REQUEST_TIMEOUT_MS=${TIMEOUT_MS})`, () => {
 
   it('answers a body trickled at 1 byte/s with 408 within REQUEST_TIMEOUT_MS of the first byte, and closes the connection', async () => {
     const body = JSON.stringify({ signedPayload: 'a.b.c' });
-    expectTimedOut(await rawExchange(port, { head: postHead('/v2/notifications/apple/app-1', body.length), parts: [...body], everyMs: 1000, waitMs: TIMEOUT_MS * 4 }));
+    expectTimedOut(
+      await rawExchange(port, { head: postHead('/v2/notifications/apple/app-1', body.length), parts: [...body], everyMs: 1000, waitMs: TIMEOUT_MS * 4 }),
+    );
   });
 
   it('closes a connection that sends nothing within REQUEST_TIMEOUT_MS', async () => {
@@ -63,7 +69,12 @@ describe(`slow clients (e2e, REQUEST_TIMEOUT_MS=${TIMEOUT_MS})`, () => {
   it('still takes a request whose body arrives in pieces within the timeout, and answers normally after the slow ones', async () => {
     const body = JSON.stringify({ signedPayload: 'a.b.c' });
     const parts = [body.slice(0, 10), body.slice(10, 20), body.slice(20)];
-    const r = await rawExchange(port, { head: postHead('/v2/notifications/apple/app-1', body.length, { connection: 'close' }), parts, everyMs: 300, waitMs: TIMEOUT_MS * 4 });
+    const r = await rawExchange(port, {
+      head: postHead('/v2/notifications/apple/app-1', body.length, { connection: 'close' }),
+      parts,
+      everyMs: 300,
+      waitMs: TIMEOUT_MS * 4,
+    });
     expect(r.status).toBe(400);
     expect(JSON.parse(r.body)).toMatchObject({ code: 'notification_unverified' });
     expect((await api.get('/v2/customers', api.token('app-1'))).status).toBe(200);

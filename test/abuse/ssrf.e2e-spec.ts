@@ -51,7 +51,15 @@ const SPELLINGS: ((n: number) => string)[] = [
   (n) => `[64:ff9b::${hex16(n)}]`,
 ];
 
-const settings = (allowHosts: string[]): WebhookSettings => ({ deliveryEnabled: false, maxAgeMs: 60_000, timeoutMs: 500, retryBaseMs: 50, maxInFlight: 4, pollMs: 50, allowHosts });
+const settings = (allowHosts: string[]): WebhookSettings => ({
+  deliveryEnabled: false,
+  maxAgeMs: 60_000,
+  timeoutMs: 500,
+  retryBaseMs: 50,
+  maxInFlight: 4,
+  pollMs: 50,
+  allowHosts,
+});
 
 describe('webhook targets pointing inward (SSRF)', () => {
   let db: TestDatabase;
@@ -90,18 +98,26 @@ describe('webhook targets pointing inward (SSRF)', () => {
     for (const [first, last] of INTERNAL_V4) {
       for (const spell of SPELLINGS) {
         for (const n of [first, last]) expect(() => checkWebhookTarget(`https://${spell(n)}/`, [])).toThrow(InternalTargetError);
-        for (const n of [first - 1, last + 1].filter((m) => m >= 0 && m <= 0xffffffff && !isInternalV4(m))) expect(() => checkWebhookTarget(`https://${spell(n)}/`, [])).not.toThrow();
+        for (const n of [first - 1, last + 1].filter((m) => m >= 0 && m <= 0xffffffff && !isInternalV4(m)))
+          expect(() => checkWebhookTarget(`https://${spell(n)}/`, [])).not.toThrow();
       }
     }
   });
 
   it('webhooks add refuses internal targets, literal or resolved, naming the problem; an allowlisted host is taken', async () => {
-    const cli = (url: string, allow?: string) => runCli(['webhooks', 'add', '--app', 'app-1', '--url', url], { DATABASE_URL: db.url, WEBHOOK_ALLOW_HOSTS: allow });
+    const cli = (url: string, allow?: string) =>
+      runCli(['webhooks', 'add', '--app', 'app-1', '--url', url], { DATABASE_URL: db.url, WEBHOOK_ALLOW_HOSTS: allow });
     const refusals: [string, string][] = [
-      ['https://0x7f.1:8443/hook', "the webhook URL's host 127.0.0.1 is an internal address (loopback, private, link-local or reserved); list it in WEBHOOK_ALLOW_HOSTS to send there"],
+      [
+        'https://0x7f.1:8443/hook',
+        "the webhook URL's host 127.0.0.1 is an internal address (loopback, private, link-local or reserved); list it in WEBHOOK_ALLOW_HOSTS to send there",
+      ],
       ['https://[::ffff:169.254.169.254]/latest/meta-data/', "the webhook URL's host ::ffff:a9fe:a9fe is an internal address"],
       // a name: refused for what it resolves to (/etc/hosts here)
-      ['https://localhost:8443/hook', "the webhook URL's host localhost resolves to an internal address (loopback, private, link-local or reserved); list it in WEBHOOK_ALLOW_HOSTS to send there"],
+      [
+        'https://localhost:8443/hook',
+        "the webhook URL's host localhost resolves to an internal address (loopback, private, link-local or reserved); list it in WEBHOOK_ALLOW_HOSTS to send there",
+      ],
     ];
     for (const [url, message] of refusals) {
       const refused = await cli(url);
@@ -109,10 +125,26 @@ describe('webhook targets pointing inward (SSRF)', () => {
       expect(refused.stderr).toContain(message);
     }
     // listing a different host allows nothing here
-    expect((await cli('https://localhost:8443/hook', '127.0.0.1')).stderr).toContain("host localhost resolves to an internal address");
+    expect((await cli('https://localhost:8443/hook', '127.0.0.1')).stderr).toContain('host localhost resolves to an internal address');
 
     // the same function behind the CLI, over the other forms
-    for (const url of ['https://127.0.0.1/', 'https://[::1]/', 'https://0.0.0.0/', 'https://2130706433/', 'https://0177.0.0.1/', 'https://10.0.0.1/', 'https://100.64.0.1/', 'https://169.254.169.254/', 'https://172.16.0.1/', 'https://192.168.0.1/', 'https://[fd00::1]/', 'https://[fe80::1]/', 'https://[ff02::1]/', 'https://[64:ff9b::7f00:1]/', 'https://255.255.255.255/']) {
+    for (const url of [
+      'https://127.0.0.1/',
+      'https://[::1]/',
+      'https://0.0.0.0/',
+      'https://2130706433/',
+      'https://0177.0.0.1/',
+      'https://10.0.0.1/',
+      'https://100.64.0.1/',
+      'https://169.254.169.254/',
+      'https://172.16.0.1/',
+      'https://192.168.0.1/',
+      'https://[fd00::1]/',
+      'https://[fe80::1]/',
+      'https://[ff02::1]/',
+      'https://[64:ff9b::7f00:1]/',
+      'https://255.255.255.255/',
+    ]) {
       await expect(addEndpoint(db.dataSource, settings([]), { appId: 'app-1', url })).rejects.toThrow(InternalTargetError);
     }
     expect(await endpointCount()).toBe(0);
@@ -135,7 +167,9 @@ describe('webhook targets pointing inward (SSRF)', () => {
     // shortened since, leaves behind.
     const trapUrls = [`https://localhost:${trap.port}/hook`, `http://localhost:${trap.port}/hook`, `https://[::ffff:7f00:1]:${trap.port}/hook`];
     for (const url of trapUrls) await addEndpoint(db.dataSource, settings(['localhost', '::ffff:7f00:1']), { appId: 'app-1', url });
-    await project(db.dataSource, [txEvent({ time: '2025-01-01T00:00:00Z', data: { transactionId: 'apple:t1', purchaseDate: '2025-01-01T00:00:00Z', applicationUsername: 'alice' } })]);
+    await project(db.dataSource, [
+      txEvent({ time: '2025-01-01T00:00:00Z', data: { transactionId: 'apple:t1', purchaseDate: '2025-01-01T00:00:00Z', applicationUsername: 'alice' } }),
+    ]);
 
     const trapDeliveries = () =>
       db.dataSource.query(
@@ -183,7 +217,9 @@ describe('webhook targets pointing inward (SSRF)', () => {
     const added = await runCli(['webhooks', 'add', '--app', 'app-1', '--url', url], { DATABASE_URL: db.url, WEBHOOK_ALLOW_HOSTS: 'localhost' });
     expect(added.code).toBe(0);
     const secret = added.stdout.trim();
-    await project(db.dataSource, [txEvent({ time: '2025-01-01T00:00:00Z', data: { transactionId: 'apple:t1', purchaseDate: '2025-01-01T00:00:00Z', applicationUsername: 'alice' } })]);
+    await project(db.dataSource, [
+      txEvent({ time: '2025-01-01T00:00:00Z', data: { transactionId: 'apple:t1', purchaseDate: '2025-01-01T00:00:00Z', applicationUsername: 'alice' } }),
+    ]);
     await expectEventually(() => expect(hook.received).toHaveLength(2), 30_000);
     expect(hook.received.every((r) => hook.verify(secret, r))).toBe(true);
     expect(api.config.webhooks.allowHosts).toEqual(['localhost']);

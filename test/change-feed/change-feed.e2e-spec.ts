@@ -46,7 +46,10 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
 
   it('shows an old row again when it changes (a refund), and not when a write changes nothing it shows', async () => {
     await project(db.dataSource, [
-      txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:old', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice' } }),
+      txEvent({
+        time: '2024-01-01T00:00:00Z',
+        data: { transactionId: 'apple:old', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice' },
+      }),
       txEvent({ time: '2024-01-02T00:00:00Z', data: { transactionId: 'apple:new', purchaseDate: '2024-01-02T00:00:00Z', applicationUsername: 'bob' } }),
     ]);
     const seen = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
@@ -56,7 +59,11 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
 
     // The same snapshot again under a new event id: merged, nothing shown changes.
     await project(db.dataSource, [
-      txEvent({ id: 'again', time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:old', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice' } }),
+      txEvent({
+        id: 'again',
+        time: '2024-01-01T00:00:00Z',
+        data: { transactionId: 'apple:old', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice' },
+      }),
     ]);
     const after = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
     txCursor = await drainFeed(api, token, 'transactions', txCursor, after.transactions);
@@ -66,7 +73,15 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
     await project(db.dataSource, [
       txEvent({
         time: '2024-02-01T00:00:00Z',
-        data: { transactionId: 'apple:old', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice', isExpired: true, cancelationReason: 'Customer', revocationDate: '2024-02-01T00:00:00Z' },
+        data: {
+          transactionId: 'apple:old',
+          purchaseDate: '2024-01-01T00:00:00Z',
+          expirationDate: '2099-01-01T00:00:00Z',
+          applicationUsername: 'alice',
+          isExpired: true,
+          cancelationReason: 'Customer',
+          revocationDate: '2024-02-01T00:00:00Z',
+        },
       }),
     ]);
     await drainFeed(api, token, 'transactions', txCursor, after.transactions);
@@ -79,7 +94,10 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
 
   it('shows the customers a receipt moves between', async () => {
     await project(db.dataSource, [
-      txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:t', receiptId: 'apple:r', purchaseDate: '2024-01-01T00:00:00Z', applicationUsername: 'alice' } }),
+      txEvent({
+        time: '2024-01-01T00:00:00Z',
+        data: { transactionId: 'apple:t', receiptId: 'apple:r', purchaseDate: '2024-01-01T00:00:00Z', applicationUsername: 'alice' },
+      }),
     ]);
     const cursor = await drainFeed(api, token, 'customers', '0', new Map());
     await project(db.dataSource, [linkEvent({ time: '2024-01-05T00:00:00Z', receiptId: 'apple:r', user: 'bob' })]);
@@ -111,7 +129,29 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
     const written = new Promise<void>((r) => (heldWritten = r));
     const held = applyBatch(
       db.dataSource,
-      { topic: 'p', partition: 0, messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:held', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2024-02-01T00:00:00Z', applicationUsername: 'held' } }))) }] },
+      {
+        topic: 'p',
+        partition: 0,
+        messages: [
+          {
+            offset: '0',
+            key: null,
+            value: Buffer.from(
+              JSON.stringify(
+                txEvent({
+                  time: '2024-01-01T00:00:00Z',
+                  data: {
+                    transactionId: 'apple:held',
+                    purchaseDate: '2024-01-01T00:00:00Z',
+                    expirationDate: '2024-02-01T00:00:00Z',
+                    applicationUsername: 'held',
+                  },
+                }),
+              ),
+            ),
+          },
+        ],
+      },
       {
         beforeCommit: async () => {
           heldWritten();
@@ -123,7 +163,25 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
     await applyBatch(db.dataSource, {
       topic: 'p',
       partition: 1,
-      messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(txEvent({ time: '2024-01-02T00:00:00Z', data: { transactionId: 'apple:later', purchaseDate: '2024-01-02T00:00:00Z', expirationDate: '2024-02-02T00:00:00Z', applicationUsername: 'later' } }))) }],
+      messages: [
+        {
+          offset: '0',
+          key: null,
+          value: Buffer.from(
+            JSON.stringify(
+              txEvent({
+                time: '2024-01-02T00:00:00Z',
+                data: {
+                  transactionId: 'apple:later',
+                  purchaseDate: '2024-01-02T00:00:00Z',
+                  expirationDate: '2024-02-02T00:00:00Z',
+                  applicationUsername: 'later',
+                },
+              }),
+            ),
+          ),
+        },
+      ],
     });
     // The later batch has committed, but a row ordered before it may still commit: nothing yet.
     const received = new Map<string, Row>();
@@ -168,7 +226,8 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
           }
         })();
         steps.forEach((s, i) => {
-          const event = s.erase && s.user ? erasureEvent(app, s.user, `2024-02-${String((i % 28) + 1).padStart(2, '0')}T12:00:00Z`) : feedStepEvent(app, i, s, s.move, 4);
+          const event =
+            s.erase && s.user ? erasureEvent(app, s.user, `2024-02-${String((i % 28) + 1).padStart(2, '0')}T12:00:00Z`) : feedStepEvent(app, i, s, s.move, 4);
           const offset = offsets[s.partition]++;
           partitions[s.partition] = partitions[s.partition].then(() =>
             applyBatch(

@@ -14,7 +14,7 @@ describe('CLI conventions (integration: the built CLI)', () => {
     expect(stderr).not.toMatch(/\n\s+at |node:internal|\{\s*$/m);
   };
 
-  it.each([['--version'], ['-V']])('%s prints package.json\'s version and exits 0', async (flag) => {
+  it.each([['--version'], ['-V']])("%s prints package.json's version and exits 0", async (flag) => {
     const { version } = JSON.parse(readFileSync(path.join(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
     const r = await runCli([flag], env);
     expect(r).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
@@ -24,15 +24,35 @@ describe('CLI conventions (integration: the built CLI)', () => {
   // option's default said once (commander appends "(default: x)" for a defaultValue; a description
   // saying it too showed it twice).
   it.each([
-    '--help', 'help', 'help webhooks add', 'token --help', 'publish --help', 'rebuild --help', 'generate --help', 'offsets --help', 'offsets show --help',
-    'offsets reset --help', 'webhooks --help', 'webhooks add --help', 'webhooks list --help', 'webhooks remove --help', 'webhooks rotate-secret --help',
-    'webhooks deliveries --help', 'webhooks redeliver --help', 'sample-notification --help', 'move-to-kafka --help',
+    '--help',
+    'help',
+    'help webhooks add',
+    'token --help',
+    'publish --help',
+    'rebuild --help',
+    'generate --help',
+    'offsets --help',
+    'offsets show --help',
+    'offsets reset --help',
+    'webhooks --help',
+    'webhooks add --help',
+    'webhooks list --help',
+    'webhooks remove --help',
+    'webhooks rotate-secret --help',
+    'webhooks deliveries --help',
+    'webhooks redeliver --help',
+    'sample-notification --help',
+    'move-to-kafka --help',
   ])('%s exits 0 with the help on stdout, each default said once', async (line) => {
     const r = await runCli(line.split(' '), env);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(r.stdout).toMatch(/^Usage:/);
     // One entry per option, its wrapped lines joined.
-    const options = r.stdout.split(/^Options:$/m)[1].split(/^Commands:$/m)[0].split(/\n(?= {2}-)/).map((o) => o.replace(/\s+/g, ' ').trim());
+    const options = r.stdout
+      .split(/^Options:$/m)[1]
+      .split(/^Commands:$/m)[0]
+      .split(/\n(?= {2}-)/)
+      .map((o) => o.replace(/\s+/g, ' ').trim());
     expect(options.length).toBeGreaterThan(0);
     expect(options.filter((o) => (o.match(/default/g)?.length ?? 0) > 1)).toEqual([]);
   });
@@ -100,7 +120,10 @@ describe('CLI conventions (integration: the built CLI)', () => {
     [['sample-notification', 'apple', '--bundle-id', 'b', '--type', 'X'], /--type must be one of/],
     [['sample-notification', 'apple', '--bundle-id', 'b', '--subscription', 'x'], /--subscription must be a number/],
     // A directory where a file is expected: said so, with what the option takes (it said EISDIR).
-    [['customers', 'erase', '--app', 'demo-app', '--file', tmpdir()], /^error: customers erase: --file \S+: it is a directory \(expected a file of usernames, one per line\)$/m],
+    [
+      ['customers', 'erase', '--app', 'demo-app', '--file', tmpdir()],
+      /^error: customers erase: --file \S+: it is a directory \(expected a file of usernames, one per line\)$/m,
+    ],
   ])('%j is a usage error: exit 2, one line', async (args, message) => {
     const r = await runCli(args, env);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 2, stderr: expect.stringMatching(message) });
@@ -123,6 +146,9 @@ describe('CLI conventions (integration: the built CLI)', () => {
   it('publish of a directory exits 1 with one line saying it is one and what publish takes', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'sr-publish-dir-'));
     const r = await runCli(['publish', dir], env);
-    expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({ code: 1, stderr: `error: cannot read ${dir}: it is a directory (expected an NDJSON file, or - for stdin)` });
+    expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({
+      code: 1,
+      stderr: `error: cannot read ${dir}: it is a directory (expected an NDJSON file, or - for stdin)`,
+    });
   });
 });

@@ -17,8 +17,28 @@ describe('migration CustomerEndWeeks1766000000000 (real PostgreSQL)', () => {
     db = await createTestDatabase('end_weeks_migration');
     await project(db.dataSource, [
       // first seen on a Sunday and the Monday after: two weeks
-      txEvent({ time: at('03-01T10:00'), data: { transactionId: 'apple:1', receiptId: 'apple:r1', productId: 'apple:monthly', applicationUsername: 'ann', purchaseDate: at('03-01T10:00'), expirationDate: at('04-01T23:30') } }),
-      txEvent({ time: at('03-02T10:00'), data: { transactionId: 'apple:2', receiptId: 'apple:r2', productId: 'apple:monthly', applicationUsername: 'bob', purchaseDate: at('03-02T10:00'), expirationDate: at('04-01T10:00') } }),
+      txEvent({
+        time: at('03-01T10:00'),
+        data: {
+          transactionId: 'apple:1',
+          receiptId: 'apple:r1',
+          productId: 'apple:monthly',
+          applicationUsername: 'ann',
+          purchaseDate: at('03-01T10:00'),
+          expirationDate: at('04-01T23:30'),
+        },
+      }),
+      txEvent({
+        time: at('03-02T10:00'),
+        data: {
+          transactionId: 'apple:2',
+          receiptId: 'apple:r2',
+          productId: 'apple:monthly',
+          applicationUsername: 'bob',
+          purchaseDate: at('03-02T10:00'),
+          expirationDate: at('04-01T10:00'),
+        },
+      }),
       linkEvent({ time: at('03-04T10:00'), receiptId: 'apple:r-none', user: 'dee' }),
     ]);
   });
@@ -28,7 +48,9 @@ describe('migration CustomerEndWeeks1766000000000 (real PostgreSQL)', () => {
   });
 
   const indexes = (on: { query: (sql: string) => Promise<unknown> } = db.dataSource) =>
-    on.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'read_model' AND indexname IN ('customers_access_end_idx', 'customers_page_idx') ORDER BY 1`);
+    on.query(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'read_model' AND indexname IN ('customers_access_end_idx', 'customers_page_idx') ORDER BY 1`,
+    );
 
   it('counts the stored customers per access-end day, first-seen week and filtered values, down and up again', async () => {
     const runner = db.dataSource.createQueryRunner();

@@ -16,9 +16,40 @@ describe('migration CustomerFilterCounts1765800000000 (real PostgreSQL)', () => 
   beforeAll(async () => {
     db = await createTestDatabase('customer_counts_migration');
     await project(db.dataSource, [
-      txEvent({ time: at('03-01T10:00'), data: { transactionId: 'apple:1', receiptId: 'apple:r1', productId: 'apple:monthly', applicationUsername: 'ann', purchaseDate: at('03-01T10:00'), expirationDate: at('04-01T23:30') } }),
-      txEvent({ time: at('03-02T10:00'), data: { transactionId: 'apple:2', receiptId: 'apple:r2', productId: 'apple:monthly', applicationUsername: 'bob', purchaseDate: at('03-02T10:00'), expirationDate: at('04-01T10:00'), renewalIntent: 'Lapse' } }),
-      txEvent({ time: at('03-03T10:00'), data: { transactionId: 'google:GPA.1', receiptId: 'google:r3', productId: 'google:yearly', applicationUsername: 'cy', purchaseDate: at('03-03T10:00'), expirationDate: at('09-01T00:00') } }),
+      txEvent({
+        time: at('03-01T10:00'),
+        data: {
+          transactionId: 'apple:1',
+          receiptId: 'apple:r1',
+          productId: 'apple:monthly',
+          applicationUsername: 'ann',
+          purchaseDate: at('03-01T10:00'),
+          expirationDate: at('04-01T23:30'),
+        },
+      }),
+      txEvent({
+        time: at('03-02T10:00'),
+        data: {
+          transactionId: 'apple:2',
+          receiptId: 'apple:r2',
+          productId: 'apple:monthly',
+          applicationUsername: 'bob',
+          purchaseDate: at('03-02T10:00'),
+          expirationDate: at('04-01T10:00'),
+          renewalIntent: 'Lapse',
+        },
+      }),
+      txEvent({
+        time: at('03-03T10:00'),
+        data: {
+          transactionId: 'google:GPA.1',
+          receiptId: 'google:r3',
+          productId: 'google:yearly',
+          applicationUsername: 'cy',
+          purchaseDate: at('03-03T10:00'),
+          expirationDate: at('09-01T00:00'),
+        },
+      }),
       linkEvent({ time: at('03-04T10:00'), receiptId: 'apple:r-none', user: 'dee' }),
     ]);
   });
@@ -48,7 +79,9 @@ describe('migration CustomerFilterCounts1765800000000 (real PostgreSQL)', () => 
         { app_id: 'app-1', end_day: '2026-09-01', product_id: 'google:yearly', renewal_intent: '', grace_day: 'infinity', billing_retry: false, n: 1 },
       ]);
       await new CustomerFilterCounts1765800000000().down(runner);
-      expect(await runner.query(`SELECT to_regclass('read_model.customer_filter_counts') AS t, to_regclass('read_model.customers_grace_idx') AS i`)).toEqual([{ t: null, i: null }]);
+      expect(await runner.query(`SELECT to_regclass('read_model.customer_filter_counts') AS t, to_regclass('read_model.customers_grace_idx') AS i`)).toEqual([
+        { t: null, i: null },
+      ]);
       await new CustomerFilterCounts1765800000000().up(runner);
       expect(await counts(runner)).toEqual(projected);
       await new CustomerEndWeeks1766000000000().up(runner);

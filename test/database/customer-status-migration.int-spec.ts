@@ -14,15 +14,93 @@ describe('migration CustomerStatus1765300000000 (real PostgreSQL)', () => {
   beforeAll(async () => {
     db = await createTestDatabase('status_migration');
     await project(db.dataSource, [
-      txEvent({ time: T('2026-01-01'), data: { transactionId: 'apple:a1', receiptId: 'apple:ra', applicationUsername: 'ann', productId: 'apple:pro', purchaseDate: T('2026-10-01'), expirationDate: T('2026-11-01') } }),
-      txEvent({ time: T('2026-01-02'), data: { transactionId: 'apple:b1', receiptId: 'apple:rb', applicationUsername: 'ben', productId: 'apple:pro', purchaseDate: T('2026-09-10'), expirationDate: T('2026-10-10'), isBillingRetryPeriod: true, gracePeriodExpirationDate: T('2026-10-26') } }),
-      txEvent({ time: T('2026-01-03'), data: { transactionId: 'google:GPA.1', receiptId: 'google:tc', applicationUsername: 'cat', productId: 'google:basic', purchaseDate: T('2026-09-10'), expirationDate: T('2026-10-10'), isBillingRetryPeriod: true } }),
-      txEvent({ time: T('2026-01-04'), data: { transactionId: 'apple:e1', receiptId: 'apple:re', applicationUsername: 'eve', productId: 'apple:yearly', purchaseDate: T('2026-01-05'), expirationDate: T('2027-01-05'), revocationDate: T('2026-10-05'), isExpired: true, isBillingRetryPeriod: true } }),
-      txEvent({ time: T('2026-01-05'), data: { transactionId: 'apple:f1', receiptId: 'apple:rf', applicationUsername: 'fay', purchaseDate: T('2026-10-14'), expirationDate: T('2026-11-14'), isPending: true } }),
+      txEvent({
+        time: T('2026-01-01'),
+        data: {
+          transactionId: 'apple:a1',
+          receiptId: 'apple:ra',
+          applicationUsername: 'ann',
+          productId: 'apple:pro',
+          purchaseDate: T('2026-10-01'),
+          expirationDate: T('2026-11-01'),
+        },
+      }),
+      txEvent({
+        time: T('2026-01-02'),
+        data: {
+          transactionId: 'apple:b1',
+          receiptId: 'apple:rb',
+          applicationUsername: 'ben',
+          productId: 'apple:pro',
+          purchaseDate: T('2026-09-10'),
+          expirationDate: T('2026-10-10'),
+          isBillingRetryPeriod: true,
+          gracePeriodExpirationDate: T('2026-10-26'),
+        },
+      }),
+      txEvent({
+        time: T('2026-01-03'),
+        data: {
+          transactionId: 'google:GPA.1',
+          receiptId: 'google:tc',
+          applicationUsername: 'cat',
+          productId: 'google:basic',
+          purchaseDate: T('2026-09-10'),
+          expirationDate: T('2026-10-10'),
+          isBillingRetryPeriod: true,
+        },
+      }),
+      txEvent({
+        time: T('2026-01-04'),
+        data: {
+          transactionId: 'apple:e1',
+          receiptId: 'apple:re',
+          applicationUsername: 'eve',
+          productId: 'apple:yearly',
+          purchaseDate: T('2026-01-05'),
+          expirationDate: T('2027-01-05'),
+          revocationDate: T('2026-10-05'),
+          isExpired: true,
+          isBillingRetryPeriod: true,
+        },
+      }),
+      txEvent({
+        time: T('2026-01-05'),
+        data: {
+          transactionId: 'apple:f1',
+          receiptId: 'apple:rf',
+          applicationUsername: 'fay',
+          purchaseDate: T('2026-10-14'),
+          expirationDate: T('2026-11-14'),
+          isPending: true,
+        },
+      }),
       linkEvent({ time: T('2026-01-06'), receiptId: 'apple:rg', user: 'gil' }),
       // a renewal: the current subscription is the later transaction, of another product
-      txEvent({ time: T('2026-01-07'), data: { transactionId: 'apple:h1', receiptId: 'apple:rh', purchaseId: 'apple:h1', applicationUsername: 'hal', productId: 'apple:basic', purchaseDate: T('2026-08-01'), expirationDate: T('2026-09-01') } }),
-      txEvent({ time: T('2026-09-01'), data: { transactionId: 'apple:h2', receiptId: 'apple:rh', purchaseId: 'apple:h1', productId: 'apple:pro', purchaseDate: T('2026-08-01'), lastRenewalDate: T('2026-09-01'), expirationDate: T('2026-10-01') } }),
+      txEvent({
+        time: T('2026-01-07'),
+        data: {
+          transactionId: 'apple:h1',
+          receiptId: 'apple:rh',
+          purchaseId: 'apple:h1',
+          applicationUsername: 'hal',
+          productId: 'apple:basic',
+          purchaseDate: T('2026-08-01'),
+          expirationDate: T('2026-09-01'),
+        },
+      }),
+      txEvent({
+        time: T('2026-09-01'),
+        data: {
+          transactionId: 'apple:h2',
+          receiptId: 'apple:rh',
+          purchaseId: 'apple:h1',
+          productId: 'apple:pro',
+          purchaseDate: T('2026-08-01'),
+          lastRenewalDate: T('2026-09-01'),
+          expirationDate: T('2026-10-01'),
+        },
+      }),
     ]);
   });
 
@@ -61,6 +139,11 @@ describe('migration CustomerStatus1765300000000 (real PostgreSQL)', () => {
     const indexes = (await db.dataSource.query(`SELECT indexname FROM pg_indexes WHERE schemaname = 'read_model' AND indexname = ANY($1) ORDER BY 1`, [
       ['customers_access_end_idx', 'customers_product_idx', 'transactions_product_idx', 'transactions_purchase_idx'],
     ])) as { indexname: string }[];
-    expect(indexes.map((i) => i.indexname)).toEqual(['customers_access_end_idx', 'customers_product_idx', 'transactions_product_idx', 'transactions_purchase_idx']);
+    expect(indexes.map((i) => i.indexname)).toEqual([
+      'customers_access_end_idx',
+      'customers_product_idx',
+      'transactions_product_idx',
+      'transactions_purchase_idx',
+    ]);
   });
 });

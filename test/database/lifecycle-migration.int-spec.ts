@@ -34,10 +34,14 @@ describe('migration LifecycleRules1764000000000 (integration, real PostgreSQL)',
     await previous.query(`INSERT INTO read_model.customers (app_id, application_username, first_seen_at) VALUES ('app', 'ann', '2026-01-10Z')`);
     await previous.query(`INSERT INTO read_model.transaction_day_counts VALUES ('app', '2026-01-10', 1), ('app', '2026-08-08', 2), ('app', '2026-04-01', 1)`);
     await previous.query(`INSERT INTO read_model.customer_day_counts VALUES ('app', '2026-01-10', 1)`);
-    await previous.query(`UPDATE read_model.customers SET transaction_count = 3, expiration_date = '2027-01-10Z', active_until = '2026-10-08Z', renewal_intent = 'Lapse'`);
+    await previous.query(
+      `UPDATE read_model.customers SET transaction_count = 3, expiration_date = '2027-01-10Z', active_until = '2026-10-08Z', renewal_intent = 'Lapse'`,
+    );
     // a rebuild in progress has the old table shapes
     await previous.query(`CREATE SCHEMA read_model_next`);
-    await previous.query(`INSERT INTO public.rebuilds (kind, schema_name, status, target_offsets, owner) VALUES ('rebuild', 'read_model_next', 'running', '{}', 'test')`);
+    await previous.query(
+      `INSERT INTO public.rebuilds (kind, schema_name, status, target_offsets, owner) VALUES ('rebuild', 'read_model_next', 'running', '{}', 'test')`,
+    );
     await previous.destroy();
 
     db = await new DataSource(dataSourceOptions(url, { poolSize: 2 })).initialize();
@@ -77,19 +81,28 @@ describe('migration LifecycleRules1764000000000 (integration, real PostgreSQL)',
   it('re-derives summaries with the lifecycle rules: the refunded yearly stops driving it', async () => {
     const [ann] = await db.query(`SELECT transaction_count, expiration_date, renewal_intent, last_renewal_date, last_purchase_date FROM read_model.customers`);
     // the yearly says isExpired (no revocation date was stored): it ended at its snapshot, 2026-03-01
-    expect({ ...ann, expiration_date: ann.expiration_date.toISOString(), last_renewal_date: ann.last_renewal_date.toISOString(), last_purchase_date: ann.last_purchase_date.toISOString() }).toEqual({
+    expect({
+      ...ann,
+      expiration_date: ann.expiration_date.toISOString(),
+      last_renewal_date: ann.last_renewal_date.toISOString(),
+      last_purchase_date: ann.last_purchase_date.toISOString(),
+    }).toEqual({
       transaction_count: 3,
       expiration_date: '2026-10-08T00:00:00.000Z',
       renewal_intent: 'Renew',
       last_renewal_date: '2026-09-08T00:00:00.000Z',
       last_purchase_date: '2026-09-08T00:00:00.000Z',
     });
-    const columns = await db.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'read_model' AND table_name = 'customers' AND column_name = 'active_until'`);
+    const columns = await db.query(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = 'read_model' AND table_name = 'customers' AND column_name = 'active_until'`,
+    );
     expect(columns).toEqual([]);
   });
 
   it('keeps existing receipt links as receipt.linked ones, and aborts a rebuild built with the old shapes', async () => {
-    expect(await db.query(`SELECT receipt_id, application_username, explicit FROM read_model.receipts`)).toEqual([{ receipt_id: 'apple:r1', application_username: 'ann', explicit: true }]);
+    expect(await db.query(`SELECT receipt_id, application_username, explicit FROM read_model.receipts`)).toEqual([
+      { receipt_id: 'apple:r1', application_username: 'ann', explicit: true },
+    ]);
     expect(await db.query(`SELECT status FROM public.rebuilds`)).toEqual([{ status: 'aborted' }]);
     expect(await db.query(`SELECT 1 FROM pg_namespace WHERE nspname = 'read_model_next'`)).toEqual([]);
   });

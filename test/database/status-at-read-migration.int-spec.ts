@@ -15,8 +15,29 @@ describe('migration StatusAtRead1766100000000 (real PostgreSQL)', () => {
   beforeAll(async () => {
     db = await createTestDatabase('status_at_read_migration');
     await project(db.dataSource, [
-      txEvent({ time: at('03-01T10:00'), data: { transactionId: 'apple:1', receiptId: 'apple:r1', productId: 'apple:monthly', applicationUsername: 'ann', purchaseDate: at('03-01T10:00'), expirationDate: '2999-01-01T00:00:00.000Z' } }),
-      txEvent({ time: at('03-02T10:00'), data: { transactionId: 'apple:2', receiptId: 'apple:r2', productId: 'apple:monthly', applicationUsername: 'bob', purchaseDate: at('03-02T10:00'), expirationDate: at('04-01T10:00'), renewalIntent: 'Lapse' } }),
+      txEvent({
+        time: at('03-01T10:00'),
+        data: {
+          transactionId: 'apple:1',
+          receiptId: 'apple:r1',
+          productId: 'apple:monthly',
+          applicationUsername: 'ann',
+          purchaseDate: at('03-01T10:00'),
+          expirationDate: '2999-01-01T00:00:00.000Z',
+        },
+      }),
+      txEvent({
+        time: at('03-02T10:00'),
+        data: {
+          transactionId: 'apple:2',
+          receiptId: 'apple:r2',
+          productId: 'apple:monthly',
+          applicationUsername: 'bob',
+          purchaseDate: at('03-02T10:00'),
+          expirationDate: at('04-01T10:00'),
+          renewalIntent: 'Lapse',
+        },
+      }),
       linkEvent({ time: at('03-04T10:00'), receiptId: 'apple:r-none', user: 'dee' }),
     ]);
   });
@@ -38,14 +59,18 @@ describe('migration StatusAtRead1766100000000 (real PostgreSQL)', () => {
       }
     };
     await run('down');
-    expect(await db.dataSource.query(`SELECT app_id, first_day::text, status, product_id, renewal_intent, n::int FROM read_model.customer_status_days ORDER BY 2`)).toEqual([
+    expect(
+      await db.dataSource.query(`SELECT app_id, first_day::text, status, product_id, renewal_intent, n::int FROM read_model.customer_status_days ORDER BY 2`),
+    ).toEqual([
       { app_id: 'app-1', first_day: '2026-03-01', status: 'active', product_id: 'apple:monthly', renewal_intent: '', n: 1 },
       { app_id: 'app-1', first_day: '2026-03-02', status: 'expired', product_id: 'apple:monthly', renewal_intent: 'Lapse', n: 1 },
       { app_id: 'app-1', first_day: '2026-03-04', status: 'none', product_id: '', renewal_intent: '', n: 1 },
     ]);
     expect(await db.dataSource.query(`SELECT app_id FROM read_model.customer_status_watermarks`)).toEqual([{ app_id: 'app-1' }]);
     await run('up');
-    expect(await db.dataSource.query(`SELECT to_regclass('read_model.customer_status_days') AS d, to_regclass('read_model.customer_status_watermarks') AS w`)).toEqual([{ d: null, w: null }]);
+    expect(
+      await db.dataSource.query(`SELECT to_regclass('read_model.customer_status_days') AS d, to_regclass('read_model.customer_status_watermarks') AS w`),
+    ).toEqual([{ d: null, w: null }]);
     expect(await customers(db)).toEqual(before);
   });
 });

@@ -18,41 +18,59 @@ function urlOf(name: string): string {
   return u.toString();
 }
 
-it.each(MIGRATIONS.slice(1).map((m, i) => [i + 1, m.name] as const))('from the schema before migration %i (%s) to the current one, with a customer on it', async (k) => {
-  const name = `sr_upgrade_from_${k}_${process.env.TEST_RUN_ID}_${process.pid}`;
-  await adminQuery(`CREATE DATABASE ${name}`);
-  try {
-    const old = await new DataSource({ ...dataSourceOptions(urlOf(name), { poolSize: 2 }), migrations: MIGRATIONS.slice(0, k) }).initialize();
+it.each(MIGRATIONS.slice(1).map((m, i) => [i + 1, m.name] as const))(
+  'from the schema before migration %i (%s) to the current one, with a customer on it',
+  async (k) => {
+    const name = `sr_upgrade_from_${k}_${process.env.TEST_RUN_ID}_${process.pid}`;
+    await adminQuery(`CREATE DATABASE ${name}`);
     try {
-      await runMigrations(old);
-      // rows every schema version has: a customer owning a receipt with one transaction
-      await old.query(`INSERT INTO read_model.customers (app_id, application_username, first_seen_at) VALUES ('app', 'ann', '2026-01-10Z')`);
-      const row: Record<string, unknown> = {
-        app_id: 'app', transaction_id: 'apple:t1', receipt_id: 'apple:r1', purchase_id: 'apple:p1', product_id: 'apple:monthly', platform: 'apple',
-        purchase_date: '2026-01-10Z', expiration_date: '2026-02-10Z', occurred_at: '2026-01-10Z', version_time: '2026-01-10Z', version_id: 'e1',
-      };
-      // columns a later version requires, filled as that version's projection would (first event = purchase)
-      const required = (await old.query(
-        `SELECT column_name, data_type FROM information_schema.columns
+      const old = await new DataSource({ ...dataSourceOptions(urlOf(name), { poolSize: 2 }), migrations: MIGRATIONS.slice(0, k) }).initialize();
+      try {
+        await runMigrations(old);
+        // rows every schema version has: a customer owning a receipt with one transaction
+        await old.query(`INSERT INTO read_model.customers (app_id, application_username, first_seen_at) VALUES ('app', 'ann', '2026-01-10Z')`);
+        const row: Record<string, unknown> = {
+          app_id: 'app',
+          transaction_id: 'apple:t1',
+          receipt_id: 'apple:r1',
+          purchase_id: 'apple:p1',
+          product_id: 'apple:monthly',
+          platform: 'apple',
+          purchase_date: '2026-01-10Z',
+          expiration_date: '2026-02-10Z',
+          occurred_at: '2026-01-10Z',
+          version_time: '2026-01-10Z',
+          version_id: 'e1',
+        };
+        // columns a later version requires, filled as that version's projection would (first event = purchase)
+        const required = (await old.query(
+          `SELECT column_name, data_type FROM information_schema.columns
          WHERE table_schema = 'read_model' AND table_name = 'transactions' AND is_nullable = 'NO' AND column_default IS NULL`,
-      )) as { column_name: string; data_type: string }[];
-      for (const c of required) if (!(c.column_name in row)) row[c.column_name] = c.data_type.startsWith('timestamp') ? '2026-01-10Z' : c.data_type === 'boolean' ? false : 'x';
-      const columns = Object.keys(row);
-      await old.query(`INSERT INTO read_model.transactions (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, Object.values(row));
-      await old.query(`INSERT INTO read_model.receipts (app_id, receipt_id, application_username) VALUES ('app', 'apple:r1', 'ann')`).catch(() => undefined);
+        )) as { column_name: string; data_type: string }[];
+        for (const c of required)
+          if (!(c.column_name in row)) row[c.column_name] = c.data_type.startsWith('timestamp') ? '2026-01-10Z' : c.data_type === 'boolean' ? false : 'x';
+        const columns = Object.keys(row);
+        await old.query(
+          `INSERT INTO read_model.transactions (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+          Object.values(row),
+        );
+        await old.query(`INSERT INTO read_model.receipts (app_id, receipt_id, application_username) VALUES ('app', 'apple:r1', 'ann')`).catch(() => undefined);
+      } finally {
+        await old.destroy();
+      }
+      const current = await new DataSource(dataSourceOptions(urlOf(name), { poolSize: 2 })).initialize();
+      try {
+        expect(await runMigrations(current)).toEqual(MIGRATIONS.slice(k).map((m) => m.name));
+        const [{ count }] = await current.query(`SELECT count(*)::int AS count FROM read_model.transactions WHERE transaction_id = 'apple:t1'`);
+        expect(count).toBe(1);
+        expect(
+          await current.query(`SELECT to_regclass('public.pending_rederivations') IS NULL OR NOT EXISTS (SELECT FROM public.pending_rederivations) AS done`),
+        ).toEqual([{ done: true }]);
+      } finally {
+        await current.destroy();
+      }
     } finally {
-      await old.destroy();
+      await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     }
-    const current = await new DataSource(dataSourceOptions(urlOf(name), { poolSize: 2 })).initialize();
-    try {
-      expect(await runMigrations(current)).toEqual(MIGRATIONS.slice(k).map((m) => m.name));
-      const [{ count }] = await current.query(`SELECT count(*)::int AS count FROM read_model.transactions WHERE transaction_id = 'apple:t1'`);
-      expect(count).toBe(1);
-      expect(await current.query(`SELECT to_regclass('public.pending_rederivations') IS NULL OR NOT EXISTS (SELECT FROM public.pending_rederivations) AS done`)).toEqual([{ done: true }]);
-    } finally {
-      await current.destroy();
-    }
-  } finally {
-    await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  }
-});
+  },
+);

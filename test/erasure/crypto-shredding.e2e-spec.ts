@@ -21,7 +21,18 @@ const YAN = 'yan.shred@example.com';
 const month = (m: number) => `2026-${String(m).padStart(2, '0')}-01T00:00:00Z`;
 type Published = Parameters<NotificationPublisher['publish']>[0][number];
 const tx = (id: string, receipt: string, user: string, time: string) =>
-  txEvent({ app: APP, time, data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, purchaseId: `apple:p-${receipt}`, purchaseDate: time, expirationDate: month(12), applicationUsername: user } }) as Published;
+  txEvent({
+    app: APP,
+    time,
+    data: {
+      transactionId: `apple:${id}`,
+      receiptId: `apple:${receipt}`,
+      purchaseId: `apple:p-${receipt}`,
+      purchaseDate: time,
+      expirationDate: month(12),
+      applicationUsername: user,
+    },
+  }) as Published;
 
 function scenario(mode: 'embedded' | 'kafka') {
   let db: TestDatabase;
@@ -51,8 +62,11 @@ function scenario(mode: 'embedded' | 'kafka') {
   const stored = async (): Promise<string[]> =>
     mode === 'kafka'
       ? (await readAll(topic, published)).map((m) => m.value!.toString('utf8'))
-      : ((await db.dataSource.query(`SELECT convert_from(value, 'UTF8') AS v FROM public.event_log WHERE topic = $1`, [topic])) as { v: string }[]).map((r) => r.v);
-  const customers = async () => (await api.get('/v2/customers?limit=1000', api.token(APP))).body.rows as { applicationUsername: string; receiptIds: string[] }[];
+      : ((await db.dataSource.query(`SELECT convert_from(value, 'UTF8') AS v FROM public.event_log WHERE topic = $1`, [topic])) as { v: string }[]).map(
+          (r) => r.v,
+        );
+  const customers = async () =>
+    (await api.get('/v2/customers?limit=1000', api.token(APP))).body.rows as { applicationUsername: string; receiptIds: string[] }[];
   const deadLetters = async () => (await db.dataSource.query(`SELECT count(*)::int AS n FROM public.dead_letters`))[0].n as number;
   let published = 0;
   const publish = async (events: Published[]) => {
@@ -72,7 +86,10 @@ function scenario(mode: 'embedded' | 'kafka') {
     expect((await customers()).map((c) => c.applicationUsername).sort()).toEqual([YAN, ZOE]);
     expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.customer_keys WHERE app_id = $1`, [APP]))[0].n).toBe(2);
 
-    const res = await fetch(`${api.baseUrl}/v2/customers/${encodeURIComponent(ZOE)}`, { method: 'DELETE', headers: { authorization: `Bearer ${api.token(APP, ['customers:erase'])}` } });
+    const res = await fetch(`${api.baseUrl}/v2/customers/${encodeURIComponent(ZOE)}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${api.token(APP, ['customers:erase'])}` },
+    });
     expect(res.status).toBe(202);
     published += 1;
     expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.customer_keys WHERE app_id = $1`, [APP]))[0].n).toBe(1);
@@ -105,7 +122,11 @@ function scenario(mode: 'embedded' | 'kafka') {
     ]);
     const keysNow = (await db.dataSource.query(`SELECT key FROM public.customer_keys`)) as { key: Buffer }[];
     expect(keysNow).toHaveLength(2);
-    expect(log.map((v) => keysNow.map(({ key }) => tryOpen(JSON.parse(v).data.applicationUsername, key)).find((n) => n !== undefined)).filter((n) => n !== undefined)).toEqual([YAN]);
+    expect(
+      log
+        .map((v) => keysNow.map(({ key }) => tryOpen(JSON.parse(v).data.applicationUsername, key)).find((n) => n !== undefined))
+        .filter((n) => n !== undefined),
+    ).toEqual([YAN]);
 
     const verify = await runCli(['rebuild', '--verify'], env);
     expect({ code: verify.code, out: verify.stdout + verify.stderr }).toMatchObject({ code: 0 });

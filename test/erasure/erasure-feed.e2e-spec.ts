@@ -24,9 +24,27 @@ const CAROL = 'carol.feed@example.com';
 const BOB = 'bob.feed@example.com';
 
 const day = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
-const erasure = (user: string, time: string) => ({ specversion: '1.0', id: `erase-${user}-${time}`, source: 'test', type: 'customer.erased', time, appid: APP, data: { applicationUsername: user } });
+const erasure = (user: string, time: string) => ({
+  specversion: '1.0',
+  id: `erase-${user}-${time}`,
+  source: 'test',
+  type: 'customer.erased',
+  time,
+  appid: APP,
+  data: { applicationUsername: user },
+});
 const tx = (id: string, receipt: string, user: string | undefined, d: number) =>
-  txEvent({ app: APP, time: day(d), data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, purchaseId: `apple:p-${receipt}`, expirationDate: day(d + 30), ...(user ? { applicationUsername: user } : {}) } });
+  txEvent({
+    app: APP,
+    time: day(d),
+    data: {
+      transactionId: `apple:${id}`,
+      receiptId: `apple:${receipt}`,
+      purchaseId: `apple:p-${receipt}`,
+      expirationDate: day(d + 30),
+      ...(user ? { applicationUsername: user } : {}),
+    },
+  });
 
 /** A change-feed client that applies deletion entries; returns its cursor after the last (empty) page. */
 async function sync(api: TestApp, token: string, listing: Listing, cursor: string, rows: Map<string, Row>, seen: Row[], limit = 2): Promise<string> {
@@ -120,7 +138,10 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     ]);
     const client = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
     const seen: Row[] = [];
-    const cursors = { customers: await sync(api, token, 'customers', '0', client.customers, seen), transactions: await sync(api, token, 'transactions', '0', client.transactions, seen) };
+    const cursors = {
+      customers: await sync(api, token, 'customers', '0', client.customers, seen),
+      transactions: await sync(api, token, 'transactions', '0', client.transactions, seen),
+    };
     await deliver();
     expect([...client.customers.keys()].sort()).toEqual([ALICE, BOB, CAROL]);
 
@@ -147,7 +168,9 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
       { applicationUsername: ALICE, customerInfo: {}, receiptIds: [], deleted: true },
       { applicationUsername: CAROL, customerInfo: {}, receiptIds: [], deleted: true },
     ]);
-    expect(seen.findIndex((r) => r.applicationUsername === ALICE && r.deleted === true)).toBeLessThan(seen.findIndex((r) => r.applicationUsername === ALICE && r.deleted !== true));
+    expect(seen.findIndex((r) => r.applicationUsername === ALICE && r.deleted === true)).toBeLessThan(
+      seen.findIndex((r) => r.applicationUsername === ALICE && r.deleted !== true),
+    );
     expect(client).toEqual(listed);
     expect({ customers: received.get(early)!.customers, transactions: received.get(early)!.transactions }).toEqual(listed);
     expect(received.get(early)!.types.filter((t) => t === 'customer.deleted')).toHaveLength(2);
@@ -171,7 +194,17 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     const app = 'resignup-race';
     const GINA = 'gina.race@example.com';
     const ev = (id: string, receipt: string, d: number) =>
-      txEvent({ app, time: day(d), data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, purchaseId: `apple:p-${receipt}`, expirationDate: day(d + 30), applicationUsername: GINA } });
+      txEvent({
+        app,
+        time: day(d),
+        data: {
+          transactionId: `apple:${id}`,
+          receiptId: `apple:${receipt}`,
+          purchaseId: `apple:p-${receipt}`,
+          expirationDate: day(d + 30),
+          applicationUsername: GINA,
+        },
+      });
     const endpoint = await register(false, app);
     await project(db.dataSource, [ev('g-1', 'r-g', 1)]);
     const token = api.token(app);
@@ -215,10 +248,17 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     let roundsBehind: number;
     try {
       const outcome = await project(db.dataSource, [
-        txEvent({ app, time: day(1), data: { transactionId: 'apple:h-1', receiptId: 'apple:r-h', purchaseId: 'apple:p-r-h', expirationDate: day(31), applicationUsername: HANK } }),
+        txEvent({
+          app,
+          time: day(1),
+          data: { transactionId: 'apple:h-1', receiptId: 'apple:r-h', purchaseId: 'apple:p-r-h', expirationDate: day(31), applicationUsername: HANK },
+        }),
       ]);
       expect(outcome).toMatchObject({ kind: 'applied' });
-      roundsBehind = await deliver(app, endingAfterSnapshot(db.dataSource, async (id) => (id === endpoint ? elsewhere.shift()?.end() : undefined)));
+      roundsBehind = await deliver(
+        app,
+        endingAfterSnapshot(db.dataSource, async (id) => (id === endpoint ? elsewhere.shift()?.end() : undefined)),
+      );
     } finally {
       await Promise.all(elsewhere.map((t) => t.end()));
     }
@@ -236,10 +276,26 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     const ERIN = 'erin.partial@example.com'; // named before and after the cut
     const FRANK = 'frank.partial@example.com';
     const ev = (id: string, receipt: string, user: string, d: number) =>
-      txEvent({ app, time: day(d), data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, purchaseId: `apple:p-${receipt}`, expirationDate: day(d + 30), applicationUsername: user } });
+      txEvent({
+        app,
+        time: day(d),
+        data: {
+          transactionId: `apple:${id}`,
+          receiptId: `apple:${receipt}`,
+          purchaseId: `apple:p-${receipt}`,
+          expirationDate: day(d + 30),
+          applicationUsername: user,
+        },
+      });
     const events = [ev('d-1', 'r-d', DAVE, 1), ev('e-1', 'r-e', ERIN, 2), ev('e-2', 'r-e2', ERIN, 3), ev('f-1', 'r-f', FRANK, 4)];
     const endpoint = await register(false, app); // before the events: it is sent every row
-    const first = BigInt(await appendToEventLog(db.dataSource, topic, events.map((e) => ({ key: null, value: Buffer.from(JSON.stringify(e)) }))));
+    const first = BigInt(
+      await appendToEventLog(
+        db.dataSource,
+        topic,
+        events.map((e) => ({ key: null, value: Buffer.from(JSON.stringify(e)) })),
+      ),
+    );
     const messages = await readEventLog(db.dataSource, topic, 0, first.toString(), events.length);
     expect(await applyBatch(db.dataSource, { topic, partition: 0, messages })).toMatchObject({ kind: 'applied' });
 
@@ -247,7 +303,10 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     const client = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
     const seen: Row[] = [];
     // A transactions client that began (from 0) before the rebuild; the customers one too.
-    const cursors = { customers: await sync(api, token, 'customers', '0', client.customers, seen), transactions: await sync(api, token, 'transactions', '0', client.transactions, seen) };
+    const cursors = {
+      customers: await sync(api, token, 'customers', '0', client.customers, seen),
+      transactions: await sync(api, token, 'transactions', '0', client.transactions, seen),
+    };
     await deliver(app);
     expect([...client.customers.keys()].sort()).toEqual([DAVE, ERIN, FRANK]);
     expect([...client.transactions.keys()].sort()).toEqual(['apple:d-1', 'apple:e-1', 'apple:e-2', 'apple:f-1']);
@@ -273,7 +332,12 @@ describe('change-feed deletions (e2e: real PostgreSQL, the feed over HTTP, a web
     ]);
     expect(client).toEqual(listed);
     expect({ customers: received.get(endpoint)!.customers, transactions: received.get(endpoint)!.transactions }).toEqual(listed);
-    expect(received.get(endpoint)!.types.filter((t) => t.endsWith('.deleted')).sort()).toEqual(['customer.deleted', 'transaction.deleted', 'transaction.deleted']);
+    expect(
+      received
+        .get(endpoint)!
+        .types.filter((t) => t.endsWith('.deleted'))
+        .sort(),
+    ).toEqual(['customer.deleted', 'transaction.deleted', 'transaction.deleted']);
 
     // A transactions client starting from 0 after the rebuild gets the current rows and no deletion entry.
     const fresh = new Map<string, Row>();

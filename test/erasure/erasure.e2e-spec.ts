@@ -25,9 +25,44 @@ const ERASED = [ALICE, BOB, CAROL];
 const month = (m: number) => `2026-${String(m).padStart(2, '0')}-01T00:00:00Z`;
 const events = [
   // alice: a subscription with two renewals, a receipt moved from dave to her.
-  txEvent({ app: APP, time: month(1), data: { transactionId: 'apple:a-1', receiptId: 'apple:r-a', purchaseId: 'apple:p-a', applicationUsername: ALICE, purchaseDate: month(1), expirationDate: month(2) } }),
-  txEvent({ app: APP, time: month(2), data: { transactionId: 'apple:a-2', receiptId: 'apple:r-a', purchaseId: 'apple:p-a', applicationUsername: ALICE, purchaseDate: month(1), lastRenewalDate: month(2), expirationDate: month(3) } }),
-  txEvent({ app: APP, time: month(3), data: { transactionId: 'apple:a-3', receiptId: 'apple:r-a', purchaseId: 'apple:p-a', applicationUsername: ALICE, purchaseDate: month(1), lastRenewalDate: month(3), expirationDate: month(4) } }),
+  txEvent({
+    app: APP,
+    time: month(1),
+    data: {
+      transactionId: 'apple:a-1',
+      receiptId: 'apple:r-a',
+      purchaseId: 'apple:p-a',
+      applicationUsername: ALICE,
+      purchaseDate: month(1),
+      expirationDate: month(2),
+    },
+  }),
+  txEvent({
+    app: APP,
+    time: month(2),
+    data: {
+      transactionId: 'apple:a-2',
+      receiptId: 'apple:r-a',
+      purchaseId: 'apple:p-a',
+      applicationUsername: ALICE,
+      purchaseDate: month(1),
+      lastRenewalDate: month(2),
+      expirationDate: month(3),
+    },
+  }),
+  txEvent({
+    app: APP,
+    time: month(3),
+    data: {
+      transactionId: 'apple:a-3',
+      receiptId: 'apple:r-a',
+      purchaseId: 'apple:p-a',
+      applicationUsername: ALICE,
+      purchaseDate: month(1),
+      lastRenewalDate: month(3),
+      expirationDate: month(4),
+    },
+  }),
   txEvent({ app: APP, time: month(1), data: { transactionId: 'apple:d-1', receiptId: 'apple:r-moved', applicationUsername: DAVE, expirationDate: month(2) } }),
   linkEvent({ app: APP, time: '2026-01-15T00:00:00Z', receiptId: 'apple:r-moved', user: ALICE }),
   // dave keeps his own receipt.
@@ -47,9 +82,19 @@ describe('forget a customer (e2e: HTTP, CLI, rebuild; real PostgreSQL, embedded 
   beforeAll(async () => {
     db = await createTestDatabase('erasure_e2e');
     env = { DATABASE_URL: db.url, KAFKA_TOPIC: topic, LOG_LEVEL: 'error' };
-    api = await startTestApp({ databaseUrl: db.url, env: { KAFKA_TOPIC: topic, CONSUMER_ENABLED: 'true', WEBHOOK_DELIVERY_ENABLED: 'false', WEBHOOK_ALLOW_HOSTS: '127.0.0.1' } });
+    api = await startTestApp({
+      databaseUrl: db.url,
+      env: { KAFKA_TOPIC: topic, CONSUMER_ENABLED: 'true', WEBHOOK_DELIVERY_ENABLED: 'false', WEBHOOK_ALLOW_HOSTS: '127.0.0.1' },
+    });
     await addEndpoint(db.dataSource, api.config.webhooks, { appId: APP, url: 'http://127.0.0.1:9/hook' });
-    await appendToEventLog(db.dataSource, topic, [...events, poison].map((e) => ({ key: e === poison ? ALICE : String((e.data as { receiptId?: string }).receiptId ?? ''), value: Buffer.from(JSON.stringify(e)) })));
+    await appendToEventLog(
+      db.dataSource,
+      topic,
+      [...events, poison].map((e) => ({
+        key: e === poison ? ALICE : String((e.data as { receiptId?: string }).receiptId ?? ''),
+        value: Buffer.from(JSON.stringify(e)),
+      })),
+    );
     await embeddedLogCaughtUp(db.dataSource);
     await queueChanges(db.dataSource, () => new Date());
   });
@@ -59,14 +104,18 @@ describe('forget a customer (e2e: HTTP, CLI, rebuild; real PostgreSQL, embedded 
   });
 
   const del = (name: string, token?: string) =>
-    fetch(`${api.baseUrl}/v2/customers/${encodeURIComponent(name)}`, { method: 'DELETE', headers: token ? { authorization: `Bearer ${token}` } : {} }).then(async (r) => ({
-      status: r.status,
-      body: (await r.json()) as any,
-    }));
+    fetch(`${api.baseUrl}/v2/customers/${encodeURIComponent(name)}`, { method: 'DELETE', headers: token ? { authorization: `Bearer ${token}` } : {} }).then(
+      async (r) => ({
+        status: r.status,
+        body: (await r.json()) as any,
+      }),
+    );
   const everything = async () => {
     const token = api.token(APP);
     const pages = await Promise.all(
-      ['/v2/customers?limit=1000', '/v2/transactions?limit=1000', '/v2/customers?changedAfter=0&limit=1000', '/v2/transactions?changedAfter=0&limit=1000'].map((p) => api.get(p, token)),
+      ['/v2/customers?limit=1000', '/v2/transactions?limit=1000', '/v2/customers?changedAfter=0&limit=1000', '/v2/transactions?changedAfter=0&limit=1000'].map(
+        (p) => api.get(p, token),
+      ),
     );
     for (const p of pages) expect(p.status).toBe(200);
     return JSON.stringify(pages.map((p) => p.body));
@@ -74,7 +123,12 @@ describe('forget a customer (e2e: HTTP, CLI, rebuild; real PostgreSQL, embedded 
   /** Where the name is still stored as text outside the read models: the log, dead letters, webhook deliveries. */
   const storedMentions = async (name: string) => ({
     eventLog: (await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log WHERE convert_from(value, 'UTF8') LIKE $1`, [`%${name}%`]))[0].n,
-    deadLetters: (await db.dataSource.query(`SELECT count(*)::int AS n FROM public.dead_letters WHERE convert_from(value, 'UTF8') LIKE $1 OR reason LIKE $1 OR convert_from(key, 'UTF8') LIKE $1`, [`%${name}%`]))[0].n,
+    deadLetters: (
+      await db.dataSource.query(
+        `SELECT count(*)::int AS n FROM public.dead_letters WHERE convert_from(value, 'UTF8') LIKE $1 OR reason LIKE $1 OR convert_from(key, 'UTF8') LIKE $1`,
+        [`%${name}%`],
+      )
+    )[0].n,
     deliveries: (await db.dataSource.query(`SELECT count(*)::int AS n FROM public.webhook_deliveries WHERE payload LIKE $1`, [`%${name}%`]))[0].n,
   });
 
@@ -113,7 +167,15 @@ describe('forget a customer (e2e: HTTP, CLI, rebuild; real PostgreSQL, embedded 
     expect(await storedMentions(ALICE)).toEqual({ eventLog: 0, deadLetters: 0, deliveries: 0 });
     // The transactions stay, without owner (the moved receipt's too).
     const tx = await api.get('/v2/transactions?limit=1000', api.token(APP));
-    expect(tx.body.rows.map((r: { transactionId: string }) => r.transactionId).sort()).toEqual(['apple:a-1', 'apple:a-2', 'apple:a-3', 'apple:b-1', 'apple:c-1', 'apple:d-1', 'apple:d-2']);
+    expect(tx.body.rows.map((r: { transactionId: string }) => r.transactionId).sort()).toEqual([
+      'apple:a-1',
+      'apple:a-2',
+      'apple:a-3',
+      'apple:b-1',
+      'apple:c-1',
+      'apple:d-1',
+      'apple:d-2',
+    ]);
   });
 
   it('the CLI: usage errors exit 2; names as arguments and from a file exit 0; then no surface shows them', async () => {
@@ -175,9 +237,19 @@ describe('forget a customer on Kafka (e2e: HTTP, CLI, rebuild; real broker and P
     db = await createTestDatabase('erasure_kafka');
     topic = uniqueTopic('erasure');
     await createTopic(topic, 3);
-    env = { DATABASE_URL: db.url, KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}`, KAFKA_SESSION_TIMEOUT_MS: '6000', LOG_LEVEL: 'error' };
+    env = {
+      DATABASE_URL: db.url,
+      KAFKA_BROKERS: kafkaBrokers(),
+      KAFKA_TOPIC: topic,
+      KAFKA_GROUP_ID: `g-${topic}`,
+      KAFKA_SESSION_TIMEOUT_MS: '6000',
+      LOG_LEVEL: 'error',
+    };
     api = await startTestApp({ databaseUrl: db.url, env: { ...env, CONSUMER_ENABLED: 'true', LOG_LEVEL: 'silent' } });
-    await produce(topic, [...events, poison].map((e) => Buffer.from(JSON.stringify(e))));
+    await produce(
+      topic,
+      [...events, poison].map((e) => Buffer.from(JSON.stringify(e))),
+    );
     await waitUntilCaughtUp(db.dataSource, topic, 60_000);
   });
   afterAll(async () => {
@@ -187,19 +259,29 @@ describe('forget a customer on Kafka (e2e: HTTP, CLI, rebuild; real broker and P
 
   const shown = async () => {
     const token = api.token(APP);
-    const pages = await Promise.all(['/v2/customers?limit=1000', '/v2/transactions?limit=1000', '/v2/customers?changedAfter=0&limit=1000'].map((p) => api.get(p, token)));
+    const pages = await Promise.all(
+      ['/v2/customers?limit=1000', '/v2/transactions?limit=1000', '/v2/customers?changedAfter=0&limit=1000'].map((p) => api.get(p, token)),
+    );
     return JSON.stringify(pages.map((p) => p.body));
   };
   const deadLetterMentions = async (name: string) =>
-    (await db.dataSource.query(`SELECT count(*)::int AS n FROM public.dead_letters WHERE convert_from(value, 'UTF8') LIKE $1 OR reason LIKE $1`, [`%${name}%`]))[0].n;
+    (
+      await db.dataSource.query(`SELECT count(*)::int AS n FROM public.dead_letters WHERE convert_from(value, 'UTF8') LIKE $1 OR reason LIKE $1`, [`%${name}%`])
+    )[0].n;
 
   it('DELETE and customers erase append to the topic; listings, feed and dead letters forget; rebuild --verify agrees', async () => {
     expect(await shown()).toContain(ALICE);
     expect(await deadLetterMentions(ALICE)).toBe(1);
-    const res = await fetch(`${api.baseUrl}/v2/customers/${encodeURIComponent(ALICE)}`, { method: 'DELETE', headers: { authorization: `Bearer ${api.token(APP, ['customers:erase'])}` } });
+    const res = await fetch(`${api.baseUrl}/v2/customers/${encodeURIComponent(ALICE)}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${api.token(APP, ['customers:erase'])}` },
+    });
     expect(res.status).toBe(202);
     const cli = await runCli(['customers', 'erase', '--app', APP, BOB, CAROL], env);
-    expect({ code: cli.code, out: cli.stdout }).toEqual({ code: 0, out: expect.stringMatching(/^erased 2 customer\(s\) of erase-app: 2 customer.erased event\(s\) appended, 0 stored event\(s\)/) });
+    expect({ code: cli.code, out: cli.stdout }).toEqual({
+      code: 0,
+      out: expect.stringMatching(/^erased 2 customer\(s\) of erase-app: 2 customer.erased event\(s\) appended, 0 stored event\(s\)/),
+    });
     await waitUntilCaughtUp(db.dataSource, topic, 60_000);
     const after = await shown();
     for (const name of ERASED) expect(after).not.toContain(name);

@@ -32,8 +32,30 @@ const erasure = (o: { id?: string; time: string; hash?: string; user?: string; a
 });
 
 const history = [
-  txEvent({ id: 'a1', time: '2026-01-01T00:00:00Z', data: { transactionId: 'apple:a-1', receiptId: 'apple:r-a', applicationUsername: 'alice', purchaseDate: '2026-01-01T00:00:00Z', expirationDate: '2026-02-01T00:00:00Z' } }),
-  txEvent({ id: 'a2', time: '2026-02-01T00:00:00Z', data: { transactionId: 'apple:a-2', receiptId: 'apple:r-a', purchaseId: 'apple:p-apple:a-1', applicationUsername: 'alice', purchaseDate: '2026-01-01T00:00:00Z', lastRenewalDate: '2026-02-01T00:00:00Z', expirationDate: '2026-03-01T00:00:00Z' } }),
+  txEvent({
+    id: 'a1',
+    time: '2026-01-01T00:00:00Z',
+    data: {
+      transactionId: 'apple:a-1',
+      receiptId: 'apple:r-a',
+      applicationUsername: 'alice',
+      purchaseDate: '2026-01-01T00:00:00Z',
+      expirationDate: '2026-02-01T00:00:00Z',
+    },
+  }),
+  txEvent({
+    id: 'a2',
+    time: '2026-02-01T00:00:00Z',
+    data: {
+      transactionId: 'apple:a-2',
+      receiptId: 'apple:r-a',
+      purchaseId: 'apple:p-apple:a-1',
+      applicationUsername: 'alice',
+      purchaseDate: '2026-01-01T00:00:00Z',
+      lastRenewalDate: '2026-02-01T00:00:00Z',
+      expirationDate: '2026-03-01T00:00:00Z',
+    },
+  }),
   linkEvent({ id: 'l1', time: '2026-02-10T00:00:00Z', receiptId: 'apple:r-moved', user: 'alice' }),
   txEvent({ id: 'b1', time: '2026-01-05T00:00:00Z', data: { transactionId: 'apple:b-1', receiptId: 'apple:r-b', applicationUsername: 'bob' } }),
 ];
@@ -50,7 +72,10 @@ describe('customer erasure (integration, real PostgreSQL)', () => {
 
   it('the SQL erasure_hash is HMAC-SHA256(key, app NUL name), and erased:<hash> stands for its hash', async () => {
     const expected = await hashOf(a.dataSource, 'app-1', 'Zoë@example.com');
-    const [{ h, r }] = await a.dataSource.query(`SELECT public.erasure_hash('app-1', 'Zoë@example.com') AS h, public.erasure_hash('app-1', 'erased:' || $1) AS r`, [expected]);
+    const [{ h, r }] = await a.dataSource.query(
+      `SELECT public.erasure_hash('app-1', 'Zoë@example.com') AS h, public.erasure_hash('app-1', 'erased:' || $1) AS r`,
+      [expected],
+    );
     expect({ h, r }).toEqual({ h: expected, r: expected });
   });
 
@@ -64,9 +89,15 @@ describe('customer erasure (integration, real PostgreSQL)', () => {
       { receipt_id: 'apple:r-b', application_username: 'bob' },
       { receipt_id: 'apple:r-moved', application_username: null },
     ]);
-    expect(await db.query(`SELECT transaction_id FROM read_model.transactions ORDER BY 1`)).toEqual([{ transaction_id: 'apple:a-1' }, { transaction_id: 'apple:a-2' }, { transaction_id: 'apple:b-1' }]);
+    expect(await db.query(`SELECT transaction_id FROM read_model.transactions ORDER BY 1`)).toEqual([
+      { transaction_id: 'apple:a-1' },
+      { transaction_id: 'apple:a-2' },
+      { transaction_id: 'apple:b-1' },
+    ]);
     expect(await db.query(`SELECT day::text, n::int FROM read_model.customer_day_counts ORDER BY 1`)).toEqual([{ day: '2026-01-05', n: 1 }]);
-    expect(await db.query(`SELECT app_id, feed_table, row_key FROM public.feed_deletions`)).toEqual([{ app_id: 'app-1', feed_table: 'customers', row_key: 'alice' }]);
+    expect(await db.query(`SELECT app_id, feed_table, row_key FROM public.feed_deletions`)).toEqual([
+      { app_id: 'app-1', feed_table: 'customers', row_key: 'alice' },
+    ]);
     expect(JSON.stringify(await snapshotReadModels(db))).not.toContain('alice');
   });
 
@@ -75,9 +106,13 @@ describe('customer erasure (integration, real PostgreSQL)', () => {
     await apply(a.dataSource, [erasure({ time: '2026-03-01T00:00:00Z', user: 'alice' })]);
     await apply(a.dataSource, [linkEvent({ id: 'late', time: '2026-02-20T00:00:00Z', receiptId: 'apple:r-late', user: 'alice' })]);
     expect(await a.dataSource.query(`SELECT count(*)::int AS n FROM read_model.customers WHERE application_username = 'alice'`)).toEqual([{ n: 0 }]);
-    expect(await a.dataSource.query(`SELECT application_username FROM read_model.receipts WHERE receipt_id = 'apple:r-late'`)).toEqual([{ application_username: null }]);
+    expect(await a.dataSource.query(`SELECT application_username FROM read_model.receipts WHERE receipt_id = 'apple:r-late'`)).toEqual([
+      { application_username: null },
+    ]);
     await apply(a.dataSource, [linkEvent({ id: 'again', time: '2026-04-01T00:00:00Z', receiptId: 'apple:r-new', user: 'alice' })]);
-    const rows = await a.dataSource.query(`SELECT application_username, first_seen_at, receipt_ids FROM read_model.customers WHERE application_username = 'alice'`);
+    const rows = await a.dataSource.query(
+      `SELECT application_username, first_seen_at, receipt_ids FROM read_model.customers WHERE application_username = 'alice'`,
+    );
     expect(rows.map((r: { first_seen_at: Date; receipt_ids: string[] }) => ({ first: r.first_seen_at.toISOString(), receipts: r.receipt_ids }))).toEqual([
       { first: '2026-04-01T00:00:00.000Z', receipts: ['apple:r-new'] },
     ]);
@@ -87,7 +122,9 @@ describe('customer erasure (integration, real PostgreSQL)', () => {
     await apply(a.dataSource, history);
     await apply(a.dataSource, [erasure({ time: '2026-03-01T00:00:00Z', user: 'alice' })]);
     await apply(a.dataSource, [linkEvent({ id: 'carol', time: '2026-03-05T00:00:00Z', receiptId: 'apple:r-moved', user: 'carol' })]);
-    expect(await a.dataSource.query(`SELECT application_username FROM read_model.receipts WHERE receipt_id = 'apple:r-moved'`)).toEqual([{ application_username: 'carol' }]);
+    expect(await a.dataSource.query(`SELECT application_username FROM read_model.receipts WHERE receipt_id = 'apple:r-moved'`)).toEqual([
+      { application_username: 'carol' },
+    ]);
   });
 
   it('any order and any split into batches gives the rows of one from-scratch batch', async () => {
@@ -108,7 +145,7 @@ describe('customer erasure (integration, real PostgreSQL)', () => {
       try {
         const rnd = prng(seed);
         const shuffled = [...events].sort(() => rnd() - 0.5);
-        for (let i = 0; i < shuffled.length; ) {
+        for (let i = 0; i < shuffled.length;) {
           const size = 1 + Math.floor(rnd() * 3);
           await applyBatch(db.dataSource, batch(db.dataSource, shuffled.slice(i, i + size)));
           i += size;
@@ -128,7 +165,16 @@ describe('customer erasure (integration, real PostgreSQL)', () => {
         const day = `2026-05-${String(r + 1).padStart(2, '0')}`;
         return toBuffers([
           ...users.map((user, i) =>
-            txEvent({ id: `t-${r}-${p}-${i}`, time: `${day}T0${p}:0${i}:00Z`, data: { transactionId: `apple:t-${r}-${p}-${i}`, receiptId: `apple:r-${r}-${p}-${i}`, applicationUsername: user, purchaseDate: `${day}T0${p}:0${i}:00Z` } }),
+            txEvent({
+              id: `t-${r}-${p}-${i}`,
+              time: `${day}T0${p}:0${i}:00Z`,
+              data: {
+                transactionId: `apple:t-${r}-${p}-${i}`,
+                receiptId: `apple:r-${r}-${p}-${i}`,
+                applicationUsername: user,
+                purchaseDate: `${day}T0${p}:0${i}:00Z`,
+              },
+            }),
           ),
           erasure({ id: `e-${r}-${p}`, time: `${day}T0${p}:30:00Z`, user: users[(r + p) % users.length] }),
         ]);
@@ -140,7 +186,11 @@ describe('customer erasure (integration, real PostgreSQL)', () => {
         parts.map((values, p) => {
           const from = offsets[p];
           offsets[p] += values.length;
-          return applyBatch(a.dataSource, { topic: 'events', partition: p, messages: values.map((value, i) => ({ offset: String(from + i), key: null, value })) });
+          return applyBatch(a.dataSource, {
+            topic: 'events',
+            partition: p,
+            messages: values.map((value, i) => ({ offset: String(from + i), key: null, value })),
+          });
         }),
       );
     }

@@ -18,9 +18,21 @@ const BEN = 'ben.purge@example.com';
 const CY = 'cy.purge@example.com';
 const DEE = 'dee.purge@example.com';
 const day = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
-const erasure = (user: string, d: number) => ({ specversion: '1.0', id: `erase-${user}`, source: 'test', type: 'customer.erased', time: day(d), appid: APP, data: { applicationUsername: user } });
+const erasure = (user: string, d: number) => ({
+  specversion: '1.0',
+  id: `erase-${user}`,
+  source: 'test',
+  type: 'customer.erased',
+  time: day(d),
+  appid: APP,
+  data: { applicationUsername: user },
+});
 const tx = (id: string, user: string, d: number) =>
-  txEvent({ app: APP, time: day(d), data: { transactionId: `apple:${id}`, receiptId: `apple:r-${id}`, purchaseId: `apple:p-${id}`, expirationDate: day(d + 30), applicationUsername: user } });
+  txEvent({
+    app: APP,
+    time: day(d),
+    data: { transactionId: `apple:${id}`, receiptId: `apple:r-${id}`, purchaseId: `apple:p-${id}`, expirationDate: day(d + 30), applicationUsername: user },
+  });
 
 describe('purge of change-feed deletion entries (e2e: real PostgreSQL, the feed over HTTP)', () => {
   let db: TestDatabase;
@@ -59,11 +71,19 @@ describe('purge of change-feed deletion entries (e2e: real PostgreSQL, the feed 
     expect((await page(early.cursor)).status).toBe(200);
 
     await pruneDeliveries(db.dataSource);
-    expect((await db.dataSource.query(`SELECT row_key FROM public.feed_deletions WHERE app_id = $1 ORDER BY row_key`, [APP])).map((r: { row_key: string }) => r.row_key)).toEqual([BEN]);
+    expect(
+      (await db.dataSource.query(`SELECT row_key FROM public.feed_deletions WHERE app_id = $1 ORDER BY row_key`, [APP])).map(
+        (r: { row_key: string }) => r.row_key,
+      ),
+    ).toEqual([BEN]);
 
     const refused = await page(early.cursor);
     expect(refused.status).toBe(400);
-    expect(refused.body).toMatchObject({ code: 'invalid_parameter', parameter: 'changedAfter', detail: expect.stringContaining('restart from changedAfter=0') });
+    expect(refused.body).toMatchObject({
+      code: 'invalid_parameter',
+      parameter: 'changedAfter',
+      detail: expect.stringContaining('restart from changedAfter=0'),
+    });
     // began after ann's erasure: never to be shown her entry, still served, and told of ben's
     const after = await sync(middle.cursor);
     expect(after.rows).toEqual([{ applicationUsername: BEN, customerInfo: {}, receiptIds: [], deleted: true }]);
@@ -98,7 +118,10 @@ describe('purge of change-feed deletion entries (e2e: real PostgreSQL, the feed 
       }
       await purge.commitTransaction();
       const refused = await answer;
-      expect({ status: refused.status, body: refused.body }).toMatchObject({ status: 400, body: { parameter: 'changedAfter', detail: expect.stringContaining('restart from changedAfter=0') } });
+      expect({ status: refused.status, body: refused.body }).toMatchObject({
+        status: 400,
+        body: { parameter: 'changedAfter', detail: expect.stringContaining('restart from changedAfter=0') },
+      });
     } finally {
       if (purge.isTransactionActive) await purge.rollbackTransaction();
       await purge.release();

@@ -46,11 +46,18 @@ describe.each(['kafka', 'embedded log'] as Mode[])('chaos (e2e, %s, separate ser
     DATABASE_URL: db.url,
     KAFKA_TOPIC: topic,
     PROJECTION_BATCH_SIZE: '40',
-    ...(mode === 'kafka' ? { KAFKA_BROKERS: kafkaBrokers(), KAFKA_GROUP_ID: `g-${topic}`, KAFKA_SESSION_TIMEOUT_MS: '6000', KAFKA_MAX_BYTES_PER_PARTITION: '8192' } : {}),
+    ...(mode === 'kafka'
+      ? { KAFKA_BROKERS: kafkaBrokers(), KAFKA_GROUP_ID: `g-${topic}`, KAFKA_SESSION_TIMEOUT_MS: '6000', KAFKA_MAX_BYTES_PER_PARTITION: '8192' }
+      : {}),
   });
   const publish = async (values: Buffer[]) => {
     if (mode === 'kafka') await produce(topic, values);
-    else await appendToEventLog(db.dataSource, topic, values.map((value) => ({ key: null, value })));
+    else
+      await appendToEventLog(
+        db.dataSource,
+        topic,
+        values.map((value) => ({ key: null, value })),
+      );
   };
   const caughtUp = async () => {
     if (mode === 'kafka') return waitUntilCaughtUp(db.dataSource, topic, 120_000);
@@ -93,7 +100,15 @@ describe('chaos: PostgreSQL restarted mid-ingest (e2e, Kafka, own PostgreSQL)', 
     let server = await startEmbeddedPostgres(dir, pgPort);
     const topic = uniqueTopic('chaos-pg');
     await createTopic(topic, 3);
-    const service = startService({ PORT: String(port), DATABASE_URL: server.url, KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}`, PROJECTION_BATCH_SIZE: '40', KAFKA_MAX_BYTES_PER_PARTITION: '8192' });
+    const service = startService({
+      PORT: String(port),
+      DATABASE_URL: server.url,
+      KAFKA_BROKERS: kafkaBrokers(),
+      KAFKA_TOPIC: topic,
+      KAFKA_GROUP_ID: `g-${topic}`,
+      PROJECTION_BATCH_SIZE: '40',
+      KAFKA_MAX_BYTES_PER_PARTITION: '8192',
+    });
     let db: DataSource | undefined;
     try {
       await expectEventually(async () => expect((await fetch(`http://127.0.0.1:${port}/health/ready`)).status).toBe(200), 60_000, 250);

@@ -28,7 +28,14 @@ describe('event decoder fuzz (integration, real PostgreSQL)', () => {
   const id = fc.tuple(fc.constantFrom('apple', 'google', 'x.y-z_1'), text).map(([p, t]) => `${p}:${t}`);
   const date = fc.oneof(
     fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }).map((d) => d.toISOString()),
-    fc.constantFrom('0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999999Z', '9999-12-31T23:00:00-02:00', '0001-01-01T00:30:00+01:00', '2024-02-29T12:00:00.1234567Z', '1970-01-01T00:00:00Z'),
+    fc.constantFrom(
+      '0000-01-01T00:00:00Z',
+      '9999-12-31T23:59:59.999999Z',
+      '9999-12-31T23:00:00-02:00',
+      '0001-01-01T00:30:00+01:00',
+      '2024-02-29T12:00:00.1234567Z',
+      '1970-01-01T00:00:00Z',
+    ),
   );
   const number = fc.oneof(fc.integer(), fc.double({ noNaN: true }), fc.constantFrom(Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 2147483647, 1e308, -0));
   const event = fc.record({

@@ -27,19 +27,30 @@ describe('embedded event log emptied under the read models (e2e, real PostgreSQL
 
   it('blocks with the offsets named, and resumes from the log start after `offsets reset --to earliest`', async () => {
     const first = toBuffers(scenarioEvents({ seed: 71, customers: 8, tag: 'el1' }));
-    await appendToEventLog(db.dataSource, topic, first.map((value) => ({ key: null, value })));
+    await appendToEventLog(
+      db.dataSource,
+      topic,
+      first.map((value) => ({ key: null, value })),
+    );
     await expectEventually(async () => expect(await stored()).toBe(first.length));
 
     // the operator recreated the log: its rows are gone and it starts again at 0
     await db.dataSource.query(`DELETE FROM public.event_log WHERE topic = $1`, [topic]);
     await db.dataSource.query(`UPDATE public.event_log_heads SET next_offset = 0 WHERE topic = $1`, [topic]);
     const second = toBuffers(scenarioEvents({ seed: 72, customers: 2, tag: 'el2' }));
-    await appendToEventLog(db.dataSource, topic, second.map((value) => ({ key: null, value })));
+    await appendToEventLog(
+      db.dataSource,
+      topic,
+      second.map((value) => ({ key: null, value })),
+    );
 
     await expectEventually(async () => {
       const res = await api.get('/health/ready');
       expect(res.status).toBe(503);
-      expect(res.body.checks.details.consumer).toMatchObject({ state: 'blocked', reason: expect.stringContaining(`stored offset ${first.length}, log 0..${second.length}`) });
+      expect(res.body.checks.details.consumer).toMatchObject({
+        state: 'blocked',
+        reason: expect.stringContaining(`stored offset ${first.length}, log 0..${second.length}`),
+      });
     });
     expect(await stored()).toBe(first.length);
 

@@ -97,11 +97,13 @@ describe('the embedded PostgreSQL, the service and the CLI (e2e, separate proces
   it('the CLI does not start a server for the service: it says to start the service', async () => {
     const result = await runCli(['publish', 'examples/events.ndjson'], { DATA_DIR: dataDir, JWT_SECRET: undefined });
     expect(result.code).toBe(1);
-    expect(result.stderr.trim().split('\n')).toEqual([`error: no embedded PostgreSQL is running for DATA_DIR ${dataDir}: start the service first (npm start), or set DATABASE_URL`]);
+    expect(result.stderr.trim().split('\n')).toEqual([
+      `error: no embedded PostgreSQL is running for DATA_DIR ${dataDir}: start the service first (npm start), or set DATABASE_URL`,
+    ]);
     expect(postmasterPid(dataDir)).toBeUndefined();
   });
 
-  it('the CLI attaches to the service\'s server and leaves it running when it exits', async () => {
+  it("the CLI attaches to the service's server and leaves it running when it exits", async () => {
     await startAndWait();
     expect(readFileSync(path.join(dataDir, 'pg-password'), 'utf8').trim()).not.toBe('postgres');
     const result = await runCli(['publish', 'examples/events.ndjson'], { DATA_DIR: dataDir, JWT_SECRET: undefined });
@@ -116,10 +118,14 @@ describe('the embedded PostgreSQL, the service and the CLI (e2e, separate proces
   it('a killed embedded PostgreSQL is brought back; readiness says so meanwhile, liveness stays up', async () => {
     const pid = postmasterPid(dataDir)!;
     process.kill(pid, 'SIGKILL');
-    await expectEventually(async () => {
-      const res = await fetch(`${base}/health/ready`);
-      expect(res.status).toBe(503);
-    }, 20_000, 100);
+    await expectEventually(
+      async () => {
+        const res = await fetch(`${base}/health/ready`);
+        expect(res.status).toBe(503);
+      },
+      20_000,
+      100,
+    );
     expect((await fetch(`${base}/health/live`)).status).toBe(200);
     await expectEventually(async () => expect((await fetch(`${base}/health/ready`)).status).toBe(200), 60_000, 250);
     expect(postmasterPid(dataDir)).not.toBe(pid);
@@ -148,7 +154,9 @@ describe('a failed start (e2e, separate process)', () => {
     const squatter = net.createServer().listen(port, '0.0.0.0');
     await once(squatter, 'listening');
     try {
-      const service = track(startService({ PORT: String(port), DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, NODE_ENV: 'development' }));
+      const service = track(
+        startService({ PORT: String(port), DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, NODE_ENV: 'development' }),
+      );
       expect(await service.exited).toBe(1);
       expect(service.output()).toContain(`error: the HTTP port ${port} is already in use on 0.0.0.0: stop what listens there or set PORT`);
       expect(service.output()).not.toMatch(/\n\s+at /);
@@ -175,9 +183,21 @@ describe('as root, a DATA_DIR the postgres user cannot enter (e2e, separate proc
   asRoot('stops with one line saying what to do, not a stack', async () => {
     const privateDir = mkdtempSync(path.join(os.tmpdir(), 'sr-private-')); // mode 0700, owned by root
     const [port, pgPort] = await freePorts(2);
-    const service = track(startService({ PORT: String(port), DATA_DIR: useDataDir(path.join(privateDir, 'data')), EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, NODE_ENV: 'development' }));
+    const service = track(
+      startService({
+        PORT: String(port),
+        DATA_DIR: useDataDir(path.join(privateDir, 'data')),
+        EMBEDDED_PG_PORT: String(pgPort),
+        JWT_SECRET: undefined,
+        NODE_ENV: 'development',
+      }),
+    );
     expect(await service.exited).toBe(1);
-    const lines = service.output().trim().split('\n').filter((l) => l.startsWith('error:'));
+    const lines = service
+      .output()
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('error:'));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('as root it runs as the `postgres` user');
     expect(service.output()).not.toMatch(/\n\s+at /);
@@ -189,7 +209,12 @@ describe('production settings (e2e, separate process)', () => {
 
   it('refuses the embedded PostgreSQL and log with a misspelt KAFKA_BROKER, naming what to set', async () => {
     const service = track(
-      startService({ NODE_ENV: 'production', JWT_SECRET: 'q8vN2LmRt5XwZ0pKc7HyB3sJf9DgA4eU', KAFKA_BROKER: '127.0.0.1:9092', DATA_DIR: useDataDir(mkdtempSync(path.join(os.tmpdir(), 'sr-prod-'))) }),
+      startService({
+        NODE_ENV: 'production',
+        JWT_SECRET: 'q8vN2LmRt5XwZ0pKc7HyB3sJf9DgA4eU',
+        KAFKA_BROKER: '127.0.0.1:9092',
+        DATA_DIR: useDataDir(mkdtempSync(path.join(os.tmpdir(), 'sr-prod-'))),
+      }),
     );
     expect(await service.exited).toBe(78);
     expect(service.output()).toContain('DATABASE_URL must be set when NODE_ENV=production');
@@ -210,7 +235,9 @@ describe('a damaged data directory (e2e, separate processes)', () => {
       golden = useDataDir(mkdtempSync(path.join(os.tmpdir(), 'sr-golden-')));
       chmodSync(golden, 0o755);
       const [port, pgPort] = await freePorts(2);
-      const service = track(startService({ PORT: String(port), DATA_DIR: golden, EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, NODE_ENV: 'development' }));
+      const service = track(
+        startService({ PORT: String(port), DATA_DIR: golden, EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, NODE_ENV: 'development' }),
+      );
       await expectEventually(async () => expect((await fetch(`http://127.0.0.1:${port}/health/ready`)).status).toBe(200), 90_000, 250);
       runningPidFile = readFileSync(path.join(golden, 'pg', 'postmaster.pid'), 'utf8');
       expect(await service.kill('SIGTERM')).toBe(0);
@@ -230,7 +257,16 @@ describe('a damaged data directory (e2e, separate processes)', () => {
     const run = async (dataDir: string, pgPort?: number): Promise<Run> => {
       const [port, freePgPort] = await freePorts(2);
       const started = Date.now();
-      const service = track(startService({ PORT: String(port), DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort ?? freePgPort), JWT_SECRET: undefined, NODE_ENV: 'development', LOG_LEVEL: 'info' }));
+      const service = track(
+        startService({
+          PORT: String(port),
+          DATA_DIR: dataDir,
+          EMBEDDED_PG_PORT: String(pgPort ?? freePgPort),
+          JWT_SECRET: undefined,
+          NODE_ENV: 'development',
+          LOG_LEVEL: 'info',
+        }),
+      );
       let stderr = '';
       service.child.stderr!.on('data', (d) => (stderr += d));
       // A start that hangs (ten connection retries, a server that never answers) is killed well past the bound checked below.
@@ -273,7 +309,16 @@ describe('a damaged data directory (e2e, separate processes)', () => {
         execFileSync('chown', ['--reference', path.join(dataDir, 'pg', 'PG_VERSION'), path.join(dataDir, 'pg', 'postmaster.pid')]);
 
         const [port, pgPort] = await freePorts(2);
-        const service = track(startService({ PORT: String(port), DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, NODE_ENV: 'development', LOG_LEVEL: 'info' }));
+        const service = track(
+          startService({
+            PORT: String(port),
+            DATA_DIR: dataDir,
+            EMBEDDED_PG_PORT: String(pgPort),
+            JWT_SECRET: undefined,
+            NODE_ENV: 'development',
+            LOG_LEVEL: 'info',
+          }),
+        );
         try {
           await expectEventually(async () => expect((await fetch(`http://127.0.0.1:${port}/health/ready`)).status).toBe(200), 90_000, 250);
         } finally {
@@ -313,7 +358,9 @@ describe('a damaged data directory (e2e, separate processes)', () => {
       // another service on the port the stale file records.
       const other = copyOfGolden();
       const [otherPort, otherPgPort] = await freePorts(2);
-      const serving = track(startService({ PORT: String(otherPort), DATA_DIR: other, EMBEDDED_PG_PORT: String(otherPgPort), JWT_SECRET: undefined, NODE_ENV: 'development' }));
+      const serving = track(
+        startService({ PORT: String(otherPort), DATA_DIR: other, EMBEDDED_PG_PORT: String(otherPgPort), JWT_SECRET: undefined, NODE_ENV: 'development' }),
+      );
       await expectEventually(async () => expect((await fetch(`http://127.0.0.1:${otherPort}/health/ready`)).status).toBe(200), 90_000, 250);
 
       const dataDir = copyOfGolden();
@@ -321,7 +368,13 @@ describe('a damaged data directory (e2e, separate processes)', () => {
       try {
         const stale = writeStaleLock(dataDir, unrelated.pid!, otherPgPort);
         const result = await run(dataDir);
-        expectOneLine(result, [path.join(dataDir, 'pg', 'postmaster.pid'), `PID ${unrelated.pid}`, `port ${otherPgPort}`, "this directory's password", 'another container']);
+        expectOneLine(result, [
+          path.join(dataDir, 'pg', 'postmaster.pid'),
+          `PID ${unrelated.pid}`,
+          `port ${otherPgPort}`,
+          "this directory's password",
+          'another container',
+        ]);
         expect(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).toBe(stale);
         expect(movedAside(dataDir)).toEqual([]);
         expect(alive(unrelated.pid)).toBe(true);
@@ -345,7 +398,10 @@ describe('a damaged data directory (e2e, separate processes)', () => {
         expect(readdirSync(path.join(dataDir, 'pg')).sort()).toEqual(before);
         expect(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).toBe(stale);
         expect(alive(unrelated.pid)).toBe(true);
-        expectKept(dataDir, ESSENTIAL.filter((f) => f !== 'pg/PG_VERSION'));
+        expectKept(
+          dataDir,
+          ESSENTIAL.filter((f) => f !== 'pg/PG_VERSION'),
+        );
       } finally {
         unrelated.kill('SIGKILL');
       }
@@ -358,14 +414,23 @@ describe('a damaged data directory (e2e, separate processes)', () => {
       const renamed = useDataDir(path.join(renamedParent, 'data'));
       chmodSync(spaced, 0o755);
       const [port, pgPort] = await freePorts(2);
-      const service = track(startService({ PORT: String(port), DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, NODE_ENV: 'development', LOG_LEVEL: 'info' }));
+      const service = track(
+        startService({
+          PORT: String(port),
+          DATA_DIR: dataDir,
+          EMBEDDED_PG_PORT: String(pgPort),
+          JWT_SECRET: undefined,
+          NODE_ENV: 'development',
+          LOG_LEVEL: 'info',
+        }),
+      );
       const ready = async () => expect((await fetch(`http://127.0.0.1:${port}/health/ready`)).status).toBe(200);
       await expectEventually(ready, 90_000, 250);
       const pid = postmasterPid(dataDir)!;
       expect(alive(pid)).toBe(true);
       /** Ready at every look for longer than several supervision rounds (one each 2 s): a misread live server shows as restarting. */
       const readyThroughout = async (ms: number) => {
-        for (const end = Date.now() + ms; Date.now() < end; ) {
+        for (const end = Date.now() + ms; Date.now() < end;) {
           await ready();
           await new Promise((r) => setTimeout(r, 250));
         }
@@ -399,7 +464,10 @@ describe('a damaged data directory (e2e, separate processes)', () => {
       const result = await run(dataDir);
       expectOneLine(result, [path.join(dataDir, 'pg'), 'PG_VERSION', 'not a complete PostgreSQL data directory', 'backup']);
       expect(readdirSync(path.join(dataDir, 'pg')).sort()).toEqual(before);
-      expectKept(dataDir, ESSENTIAL.filter((f) => f !== 'pg/PG_VERSION'));
+      expectKept(
+        dataDir,
+        ESSENTIAL.filter((f) => f !== 'pg/PG_VERSION'),
+      );
     });
 
     it('EMBEDDED_PG_PORT already taken: one line naming the setting and the port', async () => {

@@ -16,7 +16,10 @@ import { scenarioEvents, toBuffers } from '../utils/scenario.js';
 const OUTAGE_MS = Number(process.env.BROKER_OUTAGE_MS ?? 20_000);
 jest.setTimeout(300_000 + OUTAGE_MS);
 
-type Ready = { status: number; consumer: { status: string; state: string; reason?: string; blocked?: { partition: number; storedOffset: string; logEnd: string }[] } };
+type Ready = {
+  status: number;
+  consumer: { status: string; state: string; reason?: string; blocked?: { partition: number; storedOffset: string; logEnd: string }[] };
+};
 
 describe('Kafka faults (e2e: real broker and PostgreSQL)', () => {
   let broker: KafkaBroker;

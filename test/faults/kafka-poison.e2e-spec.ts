@@ -21,7 +21,10 @@ describe('poison messages on Kafka (e2e, real broker and PostgreSQL)', () => {
     db = await createTestDatabase('kpoison');
     topic = uniqueTopic('poison');
     await createTopic(topic, 1);
-    api = await startTestApp({ databaseUrl: db.url, env: { CONSUMER_ENABLED: 'true', KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}` } });
+    api = await startTestApp({
+      databaseUrl: db.url,
+      env: { CONSUMER_ENABLED: 'true', KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}` },
+    });
   });
   afterAll(async () => {
     await api?.close();
@@ -40,7 +43,10 @@ describe('poison messages on Kafka (e2e, real broker and PostgreSQL)', () => {
     await producer.disconnect();
 
     await waitUntilCaughtUp(db.dataSource, topic, 90_000);
-    const dead = await db.dataSource.query(`SELECT "offset"::int AS offset, code, key, length(value) AS size FROM public.dead_letters WHERE topic = $1 ORDER BY "offset"`, [topic]);
+    const dead = await db.dataSource.query(
+      `SELECT "offset"::int AS offset, code, key, length(value) AS size FROM public.dead_letters WHERE topic = $1 ORDER BY "offset"`,
+      [topic],
+    );
     expect(dead).toEqual([
       { offset: 1, code: 'not_json', key: nulKey, size: 5 },
       { offset: 2, code: 'not_json', key: null, size: 1_048_000 },

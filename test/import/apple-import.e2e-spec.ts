@@ -53,13 +53,25 @@ function chain(user: string | undefined, months: number, lastStartDaysAgo: numbe
 
 const consumable = (user?: string): MockTransaction => {
   const id = nextId();
-  return { transactionId: id, originalTransactionId: id, productId: 'coins_100', purchaseDate: Date.now() - 3 * DAY, type: 'Consumable', quantity: 1, inAppOwnershipType: 'PURCHASED', price: 990, currency: 'USD', ...(user ? { appAccountToken: user } : {}) };
+  return {
+    transactionId: id,
+    originalTransactionId: id,
+    productId: 'coins_100',
+    purchaseDate: Date.now() - 3 * DAY,
+    type: 'Consumable',
+    quantity: 1,
+    inAppOwnershipType: 'PURCHASED',
+    price: 990,
+    currency: 'USD',
+    ...(user ? { appAccountToken: user } : {}),
+  };
 };
 
 const logSize = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log`))[0].n);
 const customer = async (user: string) => (await api.get(`/v2/customers?applicationUsername=${encodeURIComponent(user)}`, token)).body.rows[0];
 const transactions = async () => (await api.get('/v2/transactions?limit=1000', token)).body.rows as Record<string, unknown>[];
-const importApple = (file: string, extra: string[] = [], more: Record<string, string> = {}) => runCli(['import', 'apple', '--app', 'app-1', '--file', file, ...extra], { ...env, ...more });
+const importApple = (file: string, extra: string[] = [], more: Record<string, string> = {}) =>
+  runCli(['import', 'apple', '--app', 'app-1', '--file', file, ...extra], { ...env, ...more });
 
 beforeAll(async () => {
   ca = await createAppleTestCa();
@@ -75,7 +87,10 @@ beforeAll(async () => {
     APPLE_API_BASE_URL: mock.base,
     IMPORT_CONCURRENCY: '4',
   };
-  api = await startTestApp({ databaseUrl: db.url, env: { CONSUMER_ENABLED: 'true', APPLE_ROOT_CERTIFICATES: rootFile, APPLE_APPS: `app-1:${BUNDLE}:Sandbox` } });
+  api = await startTestApp({
+    databaseUrl: db.url,
+    env: { CONSUMER_ENABLED: 'true', APPLE_ROOT_CERTIFICATES: rootFile, APPLE_APPS: `app-1:${BUNDLE}:Sandbox` },
+  });
   token = api.token('app-1');
 });
 afterAll(async () => {
@@ -98,7 +113,15 @@ describe('import apple (e2e: built CLI, loopback App Store mock, real PostgreSQL
     mock.setStatus(expired[0].originalTransactionId, { status: 2, renewal: { autoRenewStatus: 0, expirationIntent: 1 } });
     const file = writeTempFile(
       'customers.csv',
-      [active[1].transactionId, `${lapsing[0].transactionId},${bob}`, 'not-a-transaction', expired[0].transactionId, '', '999999999999', `${coins.transactionId}`].join('\n') + '\n',
+      [
+        active[1].transactionId,
+        `${lapsing[0].transactionId},${bob}`,
+        'not-a-transaction',
+        expired[0].transactionId,
+        '',
+        '999999999999',
+        `${coins.transactionId}`,
+      ].join('\n') + '\n',
     );
 
     const first = await importApple(file);
@@ -109,7 +132,11 @@ describe('import apple (e2e: built CLI, loopback App Store mock, real PostgreSQL
     expect(first.code).toBe(1);
     await embeddedLogCaughtUp(db.dataSource);
 
-    expect((await customer(alice)).customerInfo).toMatchObject({ activeSubscriber: true, renewalIntent: 'Renew', expirationDate: new Date(active[2].expiresDate as number).toISOString() });
+    expect((await customer(alice)).customerInfo).toMatchObject({
+      activeSubscriber: true,
+      renewalIntent: 'Renew',
+      expirationDate: new Date(active[2].expiresDate as number).toISOString(),
+    });
     expect((await customer(bob)).customerInfo).toMatchObject({ activeSubscriber: true, renewalIntent: 'Lapse' });
     expect((await customer(carol)).customerInfo).toMatchObject({ activeSubscriber: false });
     const ids = (await transactions()).map((t) => t.transactionId);
@@ -131,13 +158,23 @@ describe('import apple (e2e: built CLI, loopback App Store mock, real PostgreSQL
     const size = await logSize();
     const run = await importApple(writeTempFile('dry.csv', `${c[0].transactionId}\n`), ['--dry-run']);
     expect(run.code).toBe(0);
-    const events = run.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    expect(events).toEqual([expect.objectContaining({ type: 'transaction.updated', appid: 'app-1', data: expect.objectContaining({ transactionId: `apple:${c[0].transactionId}`, applicationUsername: user }) }), expect.objectContaining({ type: 'receipt.linked' })]);
+    const events = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(events).toEqual([
+      expect.objectContaining({
+        type: 'transaction.updated',
+        appid: 'app-1',
+        data: expect.objectContaining({ transactionId: `apple:${c[0].transactionId}`, applicationUsername: user }),
+      }),
+      expect.objectContaining({ type: 'receipt.linked' }),
+    ]);
     expect(run.stderr).toContain('dry run: would import 1 line(s)');
     expect(await logSize()).toBe(size);
   });
 
-  it("backs off on 429 for Retry-After (every worker) and on 503, then imports everything", async () => {
+  it('backs off on 429 for Retry-After (every worker) and on 503, then imports everything', async () => {
     const chains = Array.from({ length: 6 }, () => chain(randomUUID(), 1, 2));
     for (const c of chains) mock.addCustomer(c);
     const limitedBefore = mock.counts.limited;
@@ -170,16 +207,28 @@ describe('import apple (e2e: built CLI, loopback App Store mock, real PostgreSQL
     // A directory is named as one, with what the option takes (it said only "not a readable file").
     const dir = path.dirname(file);
     const directory = await runCli(['import', 'apple', '--app', 'app-1', '--file', dir], env);
-    expect({ code: directory.code, stderr: directory.stderr }).toEqual({ code: 2, stderr: `error: import apple: --file ${dir} is not a readable file: it is a directory (expected a CSV file of transactionId[,applicationUsername] lines)\n` });
-    const badKey = await runCli(['import', 'apple', '--app', 'app-1', '--file', file], { ...env, APPLE_API_KEYS: `app-1:57246542-96fe-1a63-e053-0824d011072a:TEST123:${writeTempFile('bad.p8', 'not a key')}` });
+    expect({ code: directory.code, stderr: directory.stderr }).toEqual({
+      code: 2,
+      stderr: `error: import apple: --file ${dir} is not a readable file: it is a directory (expected a CSV file of transactionId[,applicationUsername] lines)\n`,
+    });
+    const badKey = await runCli(['import', 'apple', '--app', 'app-1', '--file', file], {
+      ...env,
+      APPLE_API_KEYS: `app-1:57246542-96fe-1a63-e053-0824d011072a:TEST123:${writeTempFile('bad.p8', 'not a key')}`,
+    });
     expect(badKey.code).toBe(78);
     expect(badKey.stderr).toContain('APPLE_API_KEYS');
     expect(badKey.stderr).toContain('is not a readable In-App Purchase key');
     // A key the store does not accept: the run stops at once, naming the setting.
-    const otherKey = writeTempFile('other.p8', (await startAppleStoreMock({ ca, bundleId: BUNDLE }).then(async (m) => (await m.close(), m.privateKeyPem))) as string);
+    const otherKey = writeTempFile(
+      'other.p8',
+      (await startAppleStoreMock({ ca, bundleId: BUNDLE }).then(async (m) => (await m.close(), m.privateKeyPem))) as string,
+    );
     const c = chain(undefined, 1, 1);
     mock.addCustomer(c);
-    const refused = await runCli(['import', 'apple', '--app', 'app-1', '--file', writeTempFile('k.csv', `${c[0].transactionId}\n`)], { ...env, APPLE_API_KEYS: `app-1:57246542-96fe-1a63-e053-0824d011072a:TEST123:${otherKey}` });
+    const refused = await runCli(['import', 'apple', '--app', 'app-1', '--file', writeTempFile('k.csv', `${c[0].transactionId}\n`)], {
+      ...env,
+      APPLE_API_KEYS: `app-1:57246542-96fe-1a63-e053-0824d011072a:TEST123:${otherKey}`,
+    });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('refused the In-App Purchase key of application app-1 (401)');
   });
@@ -188,9 +237,17 @@ describe('import apple (e2e: built CLI, loopback App Store mock, real PostgreSQL
     const chains = Array.from({ length: 400 }, () => chain(randomUUID(), 2, 4));
     for (const c of chains) mock.addCustomer(c);
     const file = writeTempFile('big.csv', chains.map((c) => c[0].transactionId).join('\n') + '\n');
-    const child = spawn(process.execPath, [path.join(root, 'dist/cli.js'), 'import', 'apple', '--app', 'app-1', '--file', file], { env: serviceEnv({ ...env, IMPORT_CONCURRENCY: '1' }), cwd: root });
+    const child = spawn(process.execPath, [path.join(root, 'dist/cli.js'), 'import', 'apple', '--app', 'app-1', '--file', file], {
+      env: serviceEnv({ ...env, IMPORT_CONCURRENCY: '1' }),
+      cwd: root,
+    });
     const exited = new Promise((resolve) => child.on('exit', resolve));
-    const journaled = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.import_journal WHERE kind = 'apple-transactions' AND line > 0 AND app_id = 'app-1'`))[0].n);
+    const journaled = async () =>
+      Number(
+        (
+          await db.dataSource.query(`SELECT count(*)::int AS n FROM public.import_journal WHERE kind = 'apple-transactions' AND line > 0 AND app_id = 'app-1'`)
+        )[0].n,
+      );
     const before = await journaled();
     await expectEventually(async () => expect(await journaled()).toBeGreaterThan(before + 10), 60_000, 20);
     child.kill('SIGKILL');
@@ -215,19 +272,45 @@ describe('import apple-notifications (e2e): the outage', () => {
     const c = chain(user, 1, 20);
     const t0 = c[0];
     const since = new Date(Date.now() - 25 * DAY).toISOString();
-    const n = (type: string, signedDate: number, t: MockTransaction, renewal: Record<string, unknown>, failed: boolean) => ({ notificationType: type, notificationUUID: randomUUID(), signedDate, transaction: t, renewal: { originalTransactionId: t.originalTransactionId, productId: t.productId, ...renewal }, failed });
+    const n = (type: string, signedDate: number, t: MockTransaction, renewal: Record<string, unknown>, failed: boolean) => ({
+      notificationType: type,
+      notificationUUID: randomUUID(),
+      signedDate,
+      transaction: t,
+      renewal: { originalTransactionId: t.originalTransactionId, productId: t.productId, ...renewal },
+      failed,
+    });
     // Received: the purchase. Missed (endpoint down): auto-renew off, then the renewal.
     const subscribed = n('SUBSCRIBED', t0.purchaseDate, t0, { autoRenewStatus: 1 }, false);
-    const renewal: MockTransaction = { ...t0, transactionId: nextId(), purchaseDate: t0.purchaseDate + 10 * DAY, expiresDate: t0.purchaseDate + 40 * DAY, transactionReason: 'RENEWAL' };
-    const missed = [n('DID_CHANGE_RENEWAL_STATUS', t0.purchaseDate + DAY, t0, { autoRenewStatus: 0 }, true), n('DID_RENEW', renewal.purchaseDate, renewal, { autoRenewStatus: 0 }, true)];
+    const renewal: MockTransaction = {
+      ...t0,
+      transactionId: nextId(),
+      purchaseDate: t0.purchaseDate + 10 * DAY,
+      expiresDate: t0.purchaseDate + 40 * DAY,
+      transactionReason: 'RENEWAL',
+    };
+    const missed = [
+      n('DID_CHANGE_RENEWAL_STATUS', t0.purchaseDate + DAY, t0, { autoRenewStatus: 0 }, true),
+      n('DID_RENEW', renewal.purchaseDate, renewal, { autoRenewStatus: 0 }, true),
+    ];
     for (const x of [subscribed, ...missed]) mock.addNotification(x);
-    const post = await fetch(`${api.baseUrl}/v2/notifications/apple/app-1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ signedPayload: mock.signNotification(subscribed) }) });
+    const post = await fetch(`${api.baseUrl}/v2/notifications/apple/app-1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ signedPayload: mock.signNotification(subscribed) }),
+    });
     expect(post.status).toBe(200);
     await embeddedLogCaughtUp(db.dataSource);
     expect((await customer(user)).customerInfo).toMatchObject({ renewalIntent: 'Renew', expirationDate: new Date(t0.expiresDate as number).toISOString() });
     // distinct event ids published for the app: an import republishing a received notification reuses its ids
     const processed = async () =>
-      Number((await db.dataSource.query(`SELECT count(DISTINCT convert_from(value, 'UTF8')::json->>'id')::int AS n FROM public.event_log WHERE convert_from(value, 'UTF8')::json->>'appid' = 'app-1'`))[0].n);
+      Number(
+        (
+          await db.dataSource.query(
+            `SELECT count(DISTINCT convert_from(value, 'UTF8')::json->>'id')::int AS n FROM public.event_log WHERE convert_from(value, 'UTF8')::json->>'appid' = 'app-1'`,
+          )
+        )[0].n,
+      );
 
     const before = await processed();
     const run = await runCli(['import', 'apple-notifications', '--app', 'app-1', '--since', since], env);
@@ -236,7 +319,11 @@ describe('import apple-notifications (e2e): the outage', () => {
     await embeddedLogCaughtUp(db.dataSource);
     // Three notifications, one link each: the two missed add 4 events; SUBSCRIBED's 2 were applied already.
     expect((await processed()) - before).toBe(4);
-    expect((await customer(user)).customerInfo).toMatchObject({ renewalIntent: 'Lapse', expirationDate: new Date(renewal.expiresDate as number).toISOString(), activeSubscriber: true });
+    expect((await customer(user)).customerInfo).toMatchObject({
+      renewalIntent: 'Lapse',
+      expirationDate: new Date(renewal.expiresDate as number).toISOString(),
+      activeSubscriber: true,
+    });
 
     // Again, and only the failures: nothing new.
     const again = await runCli(['import', 'apple-notifications', '--app', 'app-1', '--since', since, '--only-failures'], env);
@@ -246,7 +333,15 @@ describe('import apple-notifications (e2e): the outage', () => {
 
     // An older imported state does not win over a newer live notification, nor the other way round.
     const live = mock.signNotification(n('DID_CHANGE_RENEWAL_STATUS', Date.now() - 1000, renewal, { autoRenewStatus: 1 }, false));
-    expect((await fetch(`${api.baseUrl}/v2/notifications/apple/app-1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ signedPayload: live }) })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${api.baseUrl}/v2/notifications/apple/app-1`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ signedPayload: live }),
+        })
+      ).status,
+    ).toBe(200);
     await runCli(['import', 'apple-notifications', '--app', 'app-1', '--since', since], env);
     await embeddedLogCaughtUp(db.dataSource);
     expect((await customer(user)).customerInfo).toMatchObject({ renewalIntent: 'Renew' });

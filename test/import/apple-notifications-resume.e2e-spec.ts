@@ -40,7 +40,10 @@ beforeAll(async () => {
     APPLE_API_KEYS: `app-1:57246542-96fe-1a63-e053-0824d011072a:TEST123:${writeTempFile('SubscriptionKey_TEST123.p8', mock.privateKeyPem)}`,
     APPLE_API_BASE_URL: mock.base,
   };
-  api = await startTestApp({ databaseUrl: db.url, env: { CONSUMER_ENABLED: 'true', APPLE_ROOT_CERTIFICATES: rootFile, APPLE_APPS: `app-1:${BUNDLE}:Sandbox` } });
+  api = await startTestApp({
+    databaseUrl: db.url,
+    env: { CONSUMER_ENABLED: 'true', APPLE_ROOT_CERTIFICATES: rootFile, APPLE_APPS: `app-1:${BUNDLE}:Sandbox` },
+  });
 });
 afterAll(async () => {
   await api?.close();
@@ -53,14 +56,41 @@ it('resumes Get Notification History from the last checkpoint after SIGKILL: few
   for (let i = 0; i < N; i++) {
     const id = String(5_000_000 + i);
     const signedDate = first + i * 60_000;
-    const transaction = { transactionId: id, originalTransactionId: id, productId: 'pro_monthly', purchaseDate: signedDate - 1000, originalPurchaseDate: signedDate - 1000, expiresDate: signedDate + 30 * DAY, type: 'Auto-Renewable Subscription', quantity: 1, inAppOwnershipType: 'PURCHASED', price: 4990, currency: 'USD' };
-    mock.addNotification({ notificationType: 'SUBSCRIBED', subtype: 'INITIAL_BUY', notificationUUID: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, signedDate, transaction, renewal: { originalTransactionId: id, productId: 'pro_monthly', autoRenewStatus: 1 }, failed: true });
+    const transaction = {
+      transactionId: id,
+      originalTransactionId: id,
+      productId: 'pro_monthly',
+      purchaseDate: signedDate - 1000,
+      originalPurchaseDate: signedDate - 1000,
+      expiresDate: signedDate + 30 * DAY,
+      type: 'Auto-Renewable Subscription',
+      quantity: 1,
+      inAppOwnershipType: 'PURCHASED',
+      price: 4990,
+      currency: 'USD',
+    };
+    mock.addNotification({
+      notificationType: 'SUBSCRIBED',
+      subtype: 'INITIAL_BUY',
+      notificationUUID: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      signedDate,
+      transaction,
+      renewal: { originalTransactionId: id, productId: 'pro_monthly', autoRenewStatus: 1 },
+      failed: true,
+    });
   }
   const since = new Date(first - DAY).toISOString();
-  const checkpoint = async () => (await db.dataSource.query(`SELECT checkpoint FROM public.import_checkpoint WHERE app_id = 'app-1' AND kind = 'apple-notifications'`))[0]?.checkpoint as string | undefined;
-  const journaled = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.import_journal WHERE app_id = 'app-1' AND kind = 'apple-notifications'`))[0].n);
+  const checkpoint = async () =>
+    (await db.dataSource.query(`SELECT checkpoint FROM public.import_checkpoint WHERE app_id = 'app-1' AND kind = 'apple-notifications'`))[0]?.checkpoint as
+      string | undefined;
+  const journaled = async () =>
+    Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.import_journal WHERE app_id = 'app-1' AND kind = 'apple-notifications'`))[0].n);
 
-  const child = spawn(process.execPath, [path.join(root, 'dist/cli.js'), 'import', 'apple-notifications', '--app', 'app-1', '--since', since], { env: serviceEnv({ ...env, IMPORT_CONCURRENCY: '1' }), cwd: root, stdio: 'ignore' });
+  const child = spawn(process.execPath, [path.join(root, 'dist/cli.js'), 'import', 'apple-notifications', '--app', 'app-1', '--since', since], {
+    env: serviceEnv({ ...env, IMPORT_CONCURRENCY: '1' }),
+    cwd: root,
+    stdio: 'ignore',
+  });
   const exited = new Promise((resolve) => child.on('exit', resolve));
   await expectEventually(async () => expect(await checkpoint()).toEqual(expect.any(String)), 60_000, 10);
   child.kill('SIGKILL');
@@ -97,8 +127,27 @@ it('after a SIGKILL during the 5th of 5 pages, the next run asks for the 5th pag
     for (let i = 0; i < TOTAL; i++) {
       const id = String(6_000_000 + i);
       const signedDate = first + i * 60_000;
-      const transaction = { transactionId: id, originalTransactionId: id, productId: 'pro_monthly', purchaseDate: signedDate - 1000, originalPurchaseDate: signedDate - 1000, expiresDate: signedDate + 30 * DAY, type: 'Auto-Renewable Subscription', quantity: 1, inAppOwnershipType: 'PURCHASED', price: 4990, currency: 'USD' };
-      small.addNotification({ notificationType: 'SUBSCRIBED', subtype: 'INITIAL_BUY', notificationUUID: `00000000-0000-4000-9000-${String(i).padStart(12, '0')}`, signedDate, transaction, renewal: { originalTransactionId: id, productId: 'pro_monthly', autoRenewStatus: 1 } });
+      const transaction = {
+        transactionId: id,
+        originalTransactionId: id,
+        productId: 'pro_monthly',
+        purchaseDate: signedDate - 1000,
+        originalPurchaseDate: signedDate - 1000,
+        expiresDate: signedDate + 30 * DAY,
+        type: 'Auto-Renewable Subscription',
+        quantity: 1,
+        inAppOwnershipType: 'PURCHASED',
+        price: 4990,
+        currency: 'USD',
+      };
+      small.addNotification({
+        notificationType: 'SUBSCRIBED',
+        subtype: 'INITIAL_BUY',
+        notificationUUID: `00000000-0000-4000-9000-${String(i).padStart(12, '0')}`,
+        signedDate,
+        transaction,
+        renewal: { originalTransactionId: id, productId: 'pro_monthly', autoRenewStatus: 1 },
+      });
     }
     const cliEnv = {
       DATABASE_URL: db.url,
@@ -108,11 +157,23 @@ it('after a SIGKILL during the 5th of 5 pages, the next run asks for the 5th pag
       APPLE_API_BASE_URL: small.base,
     };
     // --until: the same window (and checkpoint) for both runs, and no request for a later rest of it.
-    const args = ['import', 'apple-notifications', '--app', 'app-5', '--since', new Date(first - DAY).toISOString(), '--until', new Date(first + DAY).toISOString()];
+    const args = [
+      'import',
+      'apple-notifications',
+      '--app',
+      'app-5',
+      '--since',
+      new Date(first - DAY).toISOString(),
+      '--until',
+      new Date(first + DAY).toISOString(),
+    ];
     // The events the window stands for, as a dry run prints them.
     const dry = await runCli([...args, '--dry-run'], cliEnv);
     expect(dry.code).toBe(0);
-    const ids = dry.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+    const ids = dry.stdout
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { id: string }).id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(small.notificationTokens).toEqual([null, '7', '14', '21', '28']);
     small.notificationTokens.length = 0;
@@ -125,9 +186,14 @@ it('after a SIGKILL during the 5th of 5 pages, the next run asks for the 5th pag
     child.kill('SIGKILL');
     await exited;
     small.slowDown(0);
-    const saved = (await db.dataSource.query(`SELECT checkpoint FROM public.import_checkpoint WHERE app_id = 'app-5' AND kind = 'apple-notifications'`)) as { checkpoint: string }[];
-    expect(saved.map((r) => JSON.parse(r.checkpoint) as { line: number; paginationToken: string })).toEqual([expect.objectContaining({ line: 28, paginationToken: '28' })]);
-    const journaled = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.import_journal WHERE app_id = 'app-5' AND kind = 'apple-notifications'`))[0].n);
+    const saved = (await db.dataSource.query(`SELECT checkpoint FROM public.import_checkpoint WHERE app_id = 'app-5' AND kind = 'apple-notifications'`)) as {
+      checkpoint: string;
+    }[];
+    expect(saved.map((r) => JSON.parse(r.checkpoint) as { line: number; paginationToken: string })).toEqual([
+      expect.objectContaining({ line: 28, paginationToken: '28' }),
+    ]);
+    const journaled = async () =>
+      Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.import_journal WHERE app_id = 'app-5' AND kind = 'apple-notifications'`))[0].n);
     expect(await journaled()).toBe(28);
 
     small.notificationTokens.length = 0;
@@ -136,7 +202,9 @@ it('after a SIGKILL during the 5th of 5 pages, the next run asks for the 5th pag
     expect(small.notificationTokens).toEqual(['28']);
     expect(second.stderr).toMatch(/imported 5 line\(s\) \(\d+ event\(s\)\), unchanged 0 .*skipped 0, failed 0/);
     expect(await journaled()).toBe(TOTAL);
-    const logged = (await db.dataSource.query(`SELECT convert_from(value, 'UTF8')::json->>'id' AS id FROM public.event_log WHERE convert_from(value, 'UTF8')::json->>'appid' = 'app-5'`)) as { id: string }[];
+    const logged = (await db.dataSource.query(
+      `SELECT convert_from(value, 'UTF8')::json->>'id' AS id FROM public.event_log WHERE convert_from(value, 'UTF8')::json->>'appid' = 'app-5'`,
+    )) as { id: string }[];
     expect(logged.map((r) => r.id).sort()).toEqual([...ids].sort());
     await embeddedLogCaughtUp(db.dataSource);
     const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'app-5'`);

@@ -96,14 +96,33 @@ function appleImportEvents(c: AppleCustomer, signed = SIGNED): RawEvent[] {
     const isLatest = latest.get(t.originalTransactionId) === t;
     const state = isLatest ? (c.statuses.get(t.originalTransactionId) ?? { status: 1, renewal: { autoRenewStatus: 1 } }) : undefined;
     events.push(tx('app-a', `fresh-apple:${t.transactionId}:${signed}`, signed, appleData(t, { renewal: state?.renewal, expired: state?.status === 2 })));
-    if (t.appAccountToken) events.push(link('app-a', `fresh-apple:${t.transactionId}:${signed}:link`, signed, `apple:${t.originalTransactionId}`, t.appAccountToken as string));
+    if (t.appAccountToken)
+      events.push(link('app-a', `fresh-apple:${t.transactionId}:${signed}:link`, signed, `apple:${t.originalTransactionId}`, t.appAccountToken as string));
   }
-  if (c.csvName) for (const original of new Set(c.transactions.map((t) => t.originalTransactionId))) events.push(link('app-a', `fresh-apple:${original}:${signed}:csv`, signed, `apple:${original}`, c.csvName));
+  if (c.csvName)
+    for (const original of new Set(c.transactions.map((t) => t.originalTransactionId)))
+      events.push(link('app-a', `fresh-apple:${original}:${signed}:csv`, signed, `apple:${original}`, c.csvName));
   return events;
 }
 
-const tx = (appid: string, id: string, time: number, data: Data): RawEvent => ({ specversion: '1.0', source: 'fresh-reference', id, type: 'transaction.updated', time: iso(time), appid, data });
-const link = (appid: string, id: string, time: number, receiptId: string, name: string): RawEvent => ({ specversion: '1.0', source: 'fresh-reference', id, type: 'receipt.linked', time: iso(time), appid, data: { receiptId, applicationUsername: name } });
+const tx = (appid: string, id: string, time: number, data: Data): RawEvent => ({
+  specversion: '1.0',
+  source: 'fresh-reference',
+  id,
+  type: 'transaction.updated',
+  time: iso(time),
+  appid,
+  data,
+});
+const link = (appid: string, id: string, time: number, receiptId: string, name: string): RawEvent => ({
+  specversion: '1.0',
+  source: 'fresh-reference',
+  id,
+  type: 'receipt.linked',
+  time: iso(time),
+  appid,
+  data: { receiptId, applicationUsername: name },
+});
 
 // ---------------------------------------------------------------------------------------------
 // Google Play's truth, and its events by docs/events/google.md.
@@ -112,7 +131,11 @@ type GoogleSub = Data & { latestOrderId: string; lineItems: Data[] };
 type GooglePurchase = { token: string; sub?: GoogleSub; product?: { sku: string; purchase: Data; csvName?: string }; linkedFrom?: string; gone?: 404 | 410 };
 
 function googleSubData(token: string, s: GoogleSub, replaced: boolean): Data {
-  const li = s.lineItems[0] as { productId: string; expiryTime: string; autoRenewingPlan?: { autoRenewEnabled: boolean; recurringPrice: { currencyCode: string; units: string; nanos: number } } };
+  const li = s.lineItems[0] as {
+    productId: string;
+    expiryTime: string;
+    autoRenewingPlan?: { autoRenewEnabled: boolean; recurringPrice: { currencyCode: string; units: string; nanos: number } };
+  };
   const order = s.latestOrderId;
   const state = s.subscriptionState as string;
   const d: Data = {
@@ -140,7 +163,8 @@ function googleSubData(token: string, s: GoogleSub, replaced: boolean): Data {
   else if (canceled?.developerInitiatedCancellation) d.cancelationReason = 'Developer';
   if (state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD' || state === 'SUBSCRIPTION_STATE_ON_HOLD') d.isBillingRetryPeriod = true;
   if (state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD') d.gracePeriodExpirationDate = li.expiryTime;
-  if (['SUBSCRIPTION_STATE_ON_HOLD', 'SUBSCRIPTION_STATE_PAUSED', 'SUBSCRIPTION_STATE_EXPIRED', 'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED'].includes(state)) d.isExpired = true;
+  if (['SUBSCRIPTION_STATE_ON_HOLD', 'SUBSCRIPTION_STATE_PAUSED', 'SUBSCRIPTION_STATE_EXPIRED', 'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED'].includes(state))
+    d.isExpired = true;
   if (replaced) {
     d.isUpgraded = true;
     d.cancelationReason = 'System.Replaced';
@@ -194,7 +218,18 @@ function generate(seed: number) {
   };
   const consumable = (user?: string): MockTransaction => {
     const t = id();
-    return { transactionId: t, originalTransactionId: t, productId: r.pick(['coins_100', 'coins_500']), purchaseDate: NOW - r.int(1, 200) * DAY, type: 'Consumable', quantity: r.int(1, 3), inAppOwnershipType: 'PURCHASED', price: 990, currency: 'USD', ...(user ? { appAccountToken: user } : {}) };
+    return {
+      transactionId: t,
+      originalTransactionId: t,
+      productId: r.pick(['coins_100', 'coins_500']),
+      purchaseDate: NOW - r.int(1, 200) * DAY,
+      type: 'Consumable',
+      quantity: r.int(1, 3),
+      inAppOwnershipType: 'PURCHASED',
+      price: 990,
+      currency: 'USD',
+      ...(user ? { appAccountToken: user } : {}),
+    };
   };
   const uuid = () => {
     const h = Array.from({ length: 32 }, () => r.int(0, 15).toString(16)).join('');
@@ -226,14 +261,26 @@ function generate(seed: number) {
       const chain = monthly({ product: 'pro_monthly', months: r.int(1, 6), lastStartDaysAgo: kind === 'grace' ? r.int(31, 34) : r.int(35, 50), user });
       const expires = chain.at(-1)!.expiresDate as number;
       c.transactions.push(...chain);
-      status(chain, kind === 'grace' ? 4 : 3, { autoRenewStatus: 1, isInBillingRetryPeriod: true, ...(kind === 'grace' ? { gracePeriodExpiresDate: expires + 16 * DAY } : {}) });
+      status(chain, kind === 'grace' ? 4 : 3, {
+        autoRenewStatus: 1,
+        isInBillingRetryPeriod: true,
+        ...(kind === 'grace' ? { gracePeriodExpiresDate: expires + 16 * DAY } : {}),
+      });
     } else if (kind === 'upgrade') {
       const chain = monthly({ product: 'basic_monthly', months: r.int(1, 4), lastStartDaysAgo: r.int(10, 25), user });
       const old = chain.at(-1)!;
       const at = old.purchaseDate + r.int(2, 8) * DAY;
       old.isUpgraded = true;
       old.revocationDate = at;
-      const upgraded: MockTransaction = { ...old, transactionId: id(), productId: 'pro_monthly', price: 4990, purchaseDate: at, expiresDate: at + 30 * DAY, transactionReason: 'PURCHASE' };
+      const upgraded: MockTransaction = {
+        ...old,
+        transactionId: id(),
+        productId: 'pro_monthly',
+        price: 4990,
+        purchaseDate: at,
+        expiresDate: at + 30 * DAY,
+        transactionReason: 'PURCHASE',
+      };
       delete upgraded.isUpgraded;
       delete upgraded.revocationDate;
       c.transactions.push(...chain, upgraded);
@@ -252,7 +299,18 @@ function generate(seed: number) {
   }
 
   const google: GooglePurchase[] = [];
-  const sub = (o: { n: number; user: string; state: string; renewals: number; startDaysAgo: number; expires: number; autoRenew: boolean; product?: string; linked?: string; canceled?: Data }): GoogleSub => {
+  const sub = (o: {
+    n: number;
+    user: string;
+    state: string;
+    renewals: number;
+    startDaysAgo: number;
+    expires: number;
+    autoRenew: boolean;
+    product?: string;
+    linked?: string;
+    canceled?: Data;
+  }): GoogleSub => {
     const base = `GPA.3300-${seed}-${String(o.n).padStart(4, '0')}`;
     const order = o.renewals === 0 ? base : `${base}..${o.renewals - 1}`;
     return {
@@ -283,22 +341,139 @@ function generate(seed: number) {
     const user = `g-user-${seed}-${n}`;
     const token = `tok-${seed}-${n}-${r.int(0, 1e9).toString(36)}`;
     const renewals = r.int(1, 6);
-    const activeSub = (n2 = n) => sub({ n: n2, user, state: 'SUBSCRIPTION_STATE_ACTIVE', renewals, startDaysAgo: renewals * 30 + r.int(1, 20), expires: NOW + r.int(2, 28) * DAY, autoRenew: true });
-    if (kind === 'new') google.push({ token, sub: sub({ n, user, state: 'SUBSCRIPTION_STATE_ACTIVE', renewals: 0, startDaysAgo: r.int(1, 25), expires: NOW + r.int(5, 29) * DAY, autoRenew: true }) });
+    const activeSub = (n2 = n) =>
+      sub({
+        n: n2,
+        user,
+        state: 'SUBSCRIPTION_STATE_ACTIVE',
+        renewals,
+        startDaysAgo: renewals * 30 + r.int(1, 20),
+        expires: NOW + r.int(2, 28) * DAY,
+        autoRenew: true,
+      });
+    if (kind === 'new')
+      google.push({
+        token,
+        sub: sub({ n, user, state: 'SUBSCRIPTION_STATE_ACTIVE', renewals: 0, startDaysAgo: r.int(1, 25), expires: NOW + r.int(5, 29) * DAY, autoRenew: true }),
+      });
     else if (kind === 'renewed') google.push({ token, sub: activeSub() });
-    else if (kind === 'canceled') google.push({ token, sub: sub({ n, user, state: 'SUBSCRIPTION_STATE_CANCELED', renewals, startDaysAgo: renewals * 30 + 5, expires: NOW + r.int(2, 25) * DAY, autoRenew: false, canceled: { userInitiatedCancellation: { cancelTime: iso(NOW - 2 * DAY) } } }) });
-    else if (kind === 'expired') google.push({ token, sub: sub({ n, user, state: 'SUBSCRIPTION_STATE_EXPIRED', renewals, startDaysAgo: renewals * 30 + 60, expires: NOW - r.int(3, 50) * DAY, autoRenew: false, canceled: { userInitiatedCancellation: {} } }) });
-    else if (kind === 'grace') google.push({ token, sub: sub({ n, user, state: 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD', renewals, startDaysAgo: renewals * 30 + 3, expires: NOW + r.int(2, 6) * DAY, autoRenew: true }) });
-    else if (kind === 'hold') google.push({ token, sub: sub({ n, user, state: 'SUBSCRIPTION_STATE_ON_HOLD', renewals, startDaysAgo: renewals * 30 + 10, expires: NOW - r.int(2, 20) * DAY, autoRenew: true }) });
+    else if (kind === 'canceled')
+      google.push({
+        token,
+        sub: sub({
+          n,
+          user,
+          state: 'SUBSCRIPTION_STATE_CANCELED',
+          renewals,
+          startDaysAgo: renewals * 30 + 5,
+          expires: NOW + r.int(2, 25) * DAY,
+          autoRenew: false,
+          canceled: { userInitiatedCancellation: { cancelTime: iso(NOW - 2 * DAY) } },
+        }),
+      });
+    else if (kind === 'expired')
+      google.push({
+        token,
+        sub: sub({
+          n,
+          user,
+          state: 'SUBSCRIPTION_STATE_EXPIRED',
+          renewals,
+          startDaysAgo: renewals * 30 + 60,
+          expires: NOW - r.int(3, 50) * DAY,
+          autoRenew: false,
+          canceled: { userInitiatedCancellation: {} },
+        }),
+      });
+    else if (kind === 'grace')
+      google.push({
+        token,
+        sub: sub({
+          n,
+          user,
+          state: 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD',
+          renewals,
+          startDaysAgo: renewals * 30 + 3,
+          expires: NOW + r.int(2, 6) * DAY,
+          autoRenew: true,
+        }),
+      });
+    else if (kind === 'hold')
+      google.push({
+        token,
+        sub: sub({
+          n,
+          user,
+          state: 'SUBSCRIPTION_STATE_ON_HOLD',
+          renewals,
+          startDaysAgo: renewals * 30 + 10,
+          expires: NOW - r.int(2, 20) * DAY,
+          autoRenew: true,
+        }),
+      });
     else if (kind === 'upgrade') {
       const old = `${token}-old`;
-      google.push({ token: old, linkedFrom: token, sub: sub({ n: n + 5000, user, state: 'SUBSCRIPTION_STATE_EXPIRED', renewals, startDaysAgo: renewals * 30 + 15, expires: NOW - r.int(2, 10) * DAY, autoRenew: false, canceled: { replacementCancellation: {} } }) });
-      google.push({ token, sub: sub({ n, user, state: 'SUBSCRIPTION_STATE_ACTIVE', renewals: 0, startDaysAgo: r.int(2, 10), expires: NOW + 300 * DAY, autoRenew: true, product: 'pro_yearly', linked: old }) });
+      google.push({
+        token: old,
+        linkedFrom: token,
+        sub: sub({
+          n: n + 5000,
+          user,
+          state: 'SUBSCRIPTION_STATE_EXPIRED',
+          renewals,
+          startDaysAgo: renewals * 30 + 15,
+          expires: NOW - r.int(2, 10) * DAY,
+          autoRenew: false,
+          canceled: { replacementCancellation: {} },
+        }),
+      });
+      google.push({
+        token,
+        sub: sub({
+          n,
+          user,
+          state: 'SUBSCRIPTION_STATE_ACTIVE',
+          renewals: 0,
+          startDaysAgo: r.int(2, 10),
+          expires: NOW + 300 * DAY,
+          autoRenew: true,
+          product: 'pro_yearly',
+          linked: old,
+        }),
+      });
     } else if (kind === 'product') {
-      google.push({ token, product: { sku: r.pick(['coins_100', 'coins_500']), csvName: r.next() < 0.7 ? user : undefined, purchase: { kind: 'androidpublisher#productPurchase', purchaseTimeMillis: String(NOW - r.int(1, 100) * DAY), purchaseState: 0, consumptionState: r.int(0, 1), orderId: `GPA.3300-${seed}-P${n}`, acknowledgementState: 1, regionCode: 'DE', quantity: r.int(1, 2) } } });
+      google.push({
+        token,
+        product: {
+          sku: r.pick(['coins_100', 'coins_500']),
+          csvName: r.next() < 0.7 ? user : undefined,
+          purchase: {
+            kind: 'androidpublisher#productPurchase',
+            purchaseTimeMillis: String(NOW - r.int(1, 100) * DAY),
+            purchaseState: 0,
+            consumptionState: r.int(0, 1),
+            orderId: `GPA.3300-${seed}-P${n}`,
+            acknowledgementState: 1,
+            regionCode: 'DE',
+            quantity: r.int(1, 2),
+          },
+        },
+      });
     } else if (kind === 'several') {
       google.push({ token, sub: activeSub() });
-      google.push({ token: `${token}-b`, sub: sub({ n: n + 5000, user, state: 'SUBSCRIPTION_STATE_ACTIVE', renewals: 0, startDaysAgo: r.int(1, 20), expires: NOW + r.int(10, 25) * DAY, autoRenew: true, product: 'storage_monthly' }) });
+      google.push({
+        token: `${token}-b`,
+        sub: sub({
+          n: n + 5000,
+          user,
+          state: 'SUBSCRIPTION_STATE_ACTIVE',
+          renewals: 0,
+          startDaysAgo: r.int(1, 20),
+          expires: NOW + r.int(10, 25) * DAY,
+          autoRenew: true,
+          product: 'storage_monthly',
+        }),
+      });
     } else if (kind === 'forgotten') {
       google.push({ token, gone: r.next() < 0.5 ? 404 : 410 });
     } else {
@@ -326,7 +501,15 @@ function googleImportEvents(purchases: GooglePurchase[], voided: { token: string
     }
   }
   // A void revokes the stored row, just after the snapshot it revokes (voided before the import ran).
-  for (const v of voided) events.push(tx('app-g', `fresh-google-voided:${v.order}`, fetched + 1, { ...data.get(`google:${v.order}`)!, revocationDate: iso(v.at), isExpired: true, cancelationReason: 'Customer' }));
+  for (const v of voided)
+    events.push(
+      tx('app-g', `fresh-google-voided:${v.order}`, fetched + 1, {
+        ...data.get(`google:${v.order}`)!,
+        revocationDate: iso(v.at),
+        isExpired: true,
+        cancelationReason: 'Customer',
+      }),
+    );
   return events;
 }
 
@@ -379,7 +562,19 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
       else if (p.sub) google.setSubscription(PACKAGE, p.token, p.sub);
       else if (p.product) google.setProduct(PACKAGE, p.product.sku, p.token, p.product.purchase);
     }
-    for (const v of world.voided) google.addVoided(PACKAGE, { purchaseToken: v.token, orderId: v.order, purchaseTimeMillis: String(NOW - 40 * DAY), voidedTimeMillis: String(v.at), voidedSource: 0, voidedReason: 1 }, { subscription: true, seenAt: v.at });
+    for (const v of world.voided)
+      google.addVoided(
+        PACKAGE,
+        {
+          purchaseToken: v.token,
+          orderId: v.order,
+          purchaseTimeMillis: String(NOW - 40 * DAY),
+          voidedTimeMillis: String(v.at),
+          voidedSource: 0,
+          voidedReason: 1,
+        },
+        { subscription: true, seenAt: v.at },
+      );
   });
   afterAll(async () => {
     await api?.close();
@@ -389,9 +584,12 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
   });
 
   const r = random(SEED + 1);
-  const appleFile = () => writeTempFile('apple.csv', world.apple.map((c) => [r.pick(c.transactions).transactionId, ...(c.csvName ? [c.csvName] : [])].join(',')).join('\n') + '\n');
+  const appleFile = () =>
+    writeTempFile('apple.csv', world.apple.map((c) => [r.pick(c.transactions).transactionId, ...(c.csvName ? [c.csvName] : [])].join(',')).join('\n') + '\n');
   // The old purchase of an upgrade is reached through linkedPurchaseToken, not named in the file.
-  const googleLines = world.google.filter((p) => p.linkedFrom === undefined).map((p) => (p.product ? [p.token, p.product.sku, ...(p.product.csvName ? [p.product.csvName] : [])].join(',') : p.token));
+  const googleLines = world.google
+    .filter((p) => p.linkedFrom === undefined)
+    .map((p) => (p.product ? [p.token, p.product.sku, ...(p.product.csvName ? [p.product.csvName] : [])].join(',') : p.token));
   let files: { apple: string; google: string };
   const since = () => iso(NOW - 3 * DAY);
 
@@ -432,15 +630,23 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
       expect(transactions.total).toBe(expected.paging.total);
       const ids = transactions.rows.map((t) => t.transactionId);
       expect(new Set(ids).size).toBe(ids.length); // no duplicates
-      expect(normalize(transactions.rows.map(withoutOwnership).sort(byKey('transactionId')))).toEqual(normalize([...expected.rows].sort(byKey('transactionId'))));
+      expect(normalize(transactions.rows.map(withoutOwnership).sort(byKey('transactionId')))).toEqual(
+        normalize([...expected.rows].sort(byKey('transactionId'))),
+      );
 
       const customers = await all('/v2/customers', app);
       const expectedCustomers = model.customersPage(app, { skip: 0, limit: 1_000_000 }, now);
       expect(customers.total).toBe(expectedCustomers.paging.total);
-      expect(normalize([...customers.rows].sort(byKey('applicationUsername')))).toEqual(normalize([...expectedCustomers.rows].sort(byKey('applicationUsername'))));
+      expect(normalize([...customers.rows].sort(byKey('applicationUsername')))).toEqual(
+        normalize([...expectedCustomers.rows].sort(byKey('applicationUsername'))),
+      );
     }
     const ownership = new Map(world.apple.flatMap((c) => c.transactions.map((t) => [`apple:${t.transactionId}`, t.inAppOwnershipType])));
-    for (const row of (await all('/v2/transactions', 'app-a')).rows) expect({ id: row.transactionId, ownershipType: row.ownershipType }).toEqual({ id: row.transactionId, ownershipType: ownership.get(row.transactionId as string) });
+    for (const row of (await all('/v2/transactions', 'app-a')).rows)
+      expect({ id: row.transactionId, ownershipType: row.ownershipType }).toEqual({
+        id: row.transactionId,
+        ownershipType: ownership.get(row.transactionId as string),
+      });
   }
 
   const importEvents: RawEvent[] = [];
@@ -459,10 +665,15 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
     files = { apple: appleFile(), google: writeTempFile('google.csv', googleLines.join('\n') + '\n') };
     const { a, g, v, window } = await runImports();
     fetchWindows.push(window);
-    expect({ code: a.code, summary: a.stderr.split('\n').filter((l) => /imported|failed:/.test(l)) }).toEqual({ code: 0, summary: [expect.stringMatching(new RegExp(`^imported ${world.apple.length} line\\(s\\) \\(\\d+ event\\(s\\)\\), unchanged 0 .*skipped 0, failed 0$`))] });
+    expect({ code: a.code, summary: a.stderr.split('\n').filter((l) => /imported|failed:/.test(l)) }).toEqual({
+      code: 0,
+      summary: [expect.stringMatching(new RegExp(`^imported ${world.apple.length} line\\(s\\) \\(\\d+ event\\(s\\)\\), unchanged 0 .*skipped 0, failed 0$`))],
+    });
     const forgotten = world.google.filter((p) => p.gone).length;
     expect(g.code).toBe(0);
-    expect(g.stderr).toMatch(new RegExp(`imported ${googleLines.length - forgotten} line\\(s\\) \\(\\d+ event\\(s\\)\\), unchanged 0 .*skipped ${forgotten}, failed 0`));
+    expect(g.stderr).toMatch(
+      new RegExp(`imported ${googleLines.length - forgotten} line\\(s\\) \\(\\d+ event\\(s\\)\\), unchanged 0 .*skipped ${forgotten}, failed 0`),
+    );
     expect(v.code).toBe(0);
     expect(v.stderr).toMatch(new RegExp(`imported ${world.voided.length} line`));
 
@@ -473,12 +684,27 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
   it('live notifications for the same customers continue on top: no duplicates, the newest state wins; the imports again change nothing', async () => {
     expect(files).toEqual({ apple: expect.any(String), google: expect.any(String) });
     const live: RawEvent[] = [];
-    const postApple = async (n: { notificationType: string; subtype?: string; notificationUUID: string; signedDate: number; transaction: MockTransaction; renewal: Data }) => {
-      const res = await fetch(`${api.baseUrl}/v2/notifications/apple/app-a`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ signedPayload: apple.signNotification(n) }) });
+    const postApple = async (n: {
+      notificationType: string;
+      subtype?: string;
+      notificationUUID: string;
+      signedDate: number;
+      transaction: MockTransaction;
+      renewal: Data;
+    }) => {
+      const res = await fetch(`${api.baseUrl}/v2/notifications/apple/app-a`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ signedPayload: apple.signNotification(n) }),
+      });
       expect({ uuid: n.notificationUUID, status: res.status }).toEqual({ uuid: n.notificationUUID, status: 200 });
     };
     const latestOf = (c: AppleCustomer) => [...c.transactions].filter((t) => t.expiresDate !== undefined).sort((x, y) => y.purchaseDate - x.purchaseDate)[0];
-    const kinds = (k: string) => world.apple.filter((_, i) => i % 11 === ['renewing', 'renewing', 'lapsing', 'expired', 'refunded', 'grace', 'retry', 'upgrade', 'family', 'consumables', 'several'].indexOf(k));
+    const kinds = (k: string) =>
+      world.apple.filter(
+        (_, i) =>
+          i % 11 === ['renewing', 'renewing', 'lapsing', 'expired', 'refunded', 'grace', 'retry', 'upgrade', 'family', 'consumables', 'several'].indexOf(k),
+      );
     let uuid = 0;
     const nextUuid = () => `00000000-0000-4000-8000-${String(++uuid).padStart(12, '0')}`;
     let at = Date.now() - 30_000;
@@ -486,16 +712,30 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
     // Billing recovered (grace and retry customers): a renewal charged an hour ago.
     for (const c of [...kinds('grace').slice(0, 3), ...kinds('retry').slice(0, 3)]) {
       const last = latestOf(c);
-      const renewed: MockTransaction = { ...last, transactionId: `${last.transactionId}9`, purchaseDate: NOW - 3_600_000, expiresDate: NOW + 30 * DAY, transactionReason: 'RENEWAL' };
+      const renewed: MockTransaction = {
+        ...last,
+        transactionId: `${last.transactionId}9`,
+        purchaseDate: NOW - 3_600_000,
+        expiresDate: NOW + 30 * DAY,
+        transactionReason: 'RENEWAL',
+      };
       apple.addTransaction(last.transactionId, renewed);
       c.transactions.push(renewed);
       const renewal = { originalTransactionId: last.originalTransactionId, productId: last.productId, autoRenewStatus: 1 };
       apple.setStatus(last.originalTransactionId, { status: 1, renewal });
       c.statuses.set(last.originalTransactionId, { status: 1, renewal });
-      const n = { notificationType: 'DID_RENEW', subtype: 'BILLING_RECOVERY', notificationUUID: nextUuid(), signedDate: (at += 1000), transaction: renewed, renewal };
+      const n = {
+        notificationType: 'DID_RENEW',
+        subtype: 'BILLING_RECOVERY',
+        notificationUUID: nextUuid(),
+        signedDate: (at += 1000),
+        transaction: renewed,
+        renewal,
+      };
       await postApple(n);
       live.push(tx('app-a', n.notificationUUID, n.signedDate, appleData(renewed, { renewal })));
-      if (renewed.appAccountToken) live.push(link('app-a', `${n.notificationUUID}:link`, n.signedDate, `apple:${renewed.originalTransactionId}`, renewed.appAccountToken as string));
+      if (renewed.appAccountToken)
+        live.push(link('app-a', `${n.notificationUUID}:link`, n.signedDate, `apple:${renewed.originalTransactionId}`, renewed.appAccountToken as string));
     }
     // Auto-renew turned off, then a refund of the current period for one of them.
     const [off, refunded] = kinds('renewing');
@@ -504,10 +744,18 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
       const renewal = { originalTransactionId: last.originalTransactionId, productId: last.productId, autoRenewStatus: 0 };
       apple.setStatus(last.originalTransactionId, { status: c === refunded ? 5 : 1, renewal });
       c.statuses.set(last.originalTransactionId, { status: c === refunded ? 5 : 1, renewal });
-      const n = { notificationType: 'DID_CHANGE_RENEWAL_STATUS', subtype: 'AUTO_RENEW_DISABLED', notificationUUID: nextUuid(), signedDate: (at += 1000), transaction: last, renewal };
+      const n = {
+        notificationType: 'DID_CHANGE_RENEWAL_STATUS',
+        subtype: 'AUTO_RENEW_DISABLED',
+        notificationUUID: nextUuid(),
+        signedDate: (at += 1000),
+        transaction: last,
+        renewal,
+      };
       await postApple(n);
       live.push(tx('app-a', n.notificationUUID, n.signedDate, appleData(last, { renewal, renewalIntentChangeDate: n.signedDate })));
-      if (last.appAccountToken) live.push(link('app-a', `${n.notificationUUID}:link`, n.signedDate, `apple:${last.originalTransactionId}`, last.appAccountToken as string));
+      if (last.appAccountToken)
+        live.push(link('app-a', `${n.notificationUUID}:link`, n.signedDate, `apple:${last.originalTransactionId}`, last.appAccountToken as string));
     }
     {
       const last = latestOf(refunded);
@@ -517,17 +765,35 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
       const n = { notificationType: 'REFUND', notificationUUID: nextUuid(), signedDate: (at += 1000), transaction: last, renewal };
       await postApple(n);
       live.push(tx('app-a', n.notificationUUID, n.signedDate, appleData(last, { renewal })));
-      if (last.appAccountToken) live.push(link('app-a', `${n.notificationUUID}:link`, n.signedDate, `apple:${last.originalTransactionId}`, last.appAccountToken as string));
+      if (last.appAccountToken)
+        live.push(link('app-a', `${n.notificationUUID}:link`, n.signedDate, `apple:${last.originalTransactionId}`, last.appAccountToken as string));
     }
 
     // Google: renewals and a cancellation, pushed by Pub/Sub; the service fetches the new state.
-    const renewable = world.google.filter((p) => p.sub && p.linkedFrom === undefined && p.sub.subscriptionState === 'SUBSCRIPTION_STATE_ACTIVE' && !world.voided.some((v) => v.token === p.token));
+    const renewable = world.google.filter(
+      (p) => p.sub && p.linkedFrom === undefined && p.sub.subscriptionState === 'SUBSCRIPTION_STATE_ACTIVE' && !world.voided.some((v) => v.token === p.token),
+    );
     const push = async (purchaseToken: string, type: number, messageId: string) => {
       const body = {
-        message: { data: Buffer.from(JSON.stringify({ version: '1.0', packageName: PACKAGE, eventTimeMillis: String(Date.now()), subscriptionNotification: { version: '1.0', notificationType: type, purchaseToken, subscriptionId: 'pro_monthly' } })).toString('base64'), messageId, publishTime: new Date().toISOString() },
+        message: {
+          data: Buffer.from(
+            JSON.stringify({
+              version: '1.0',
+              packageName: PACKAGE,
+              eventTimeMillis: String(Date.now()),
+              subscriptionNotification: { version: '1.0', notificationType: type, purchaseToken, subscriptionId: 'pro_monthly' },
+            }),
+          ).toString('base64'),
+          messageId,
+          publishTime: new Date().toISOString(),
+        },
         subscription: 'projects/test-project/subscriptions/play-rtdn',
       };
-      const res = await fetch(`${api.baseUrl}/v2/notifications/google/app-g`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${google.pushToken({ audience: AUDIENCE })}` }, body: JSON.stringify(body) });
+      const res = await fetch(`${api.baseUrl}/v2/notifications/google/app-g`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${google.pushToken({ audience: AUDIENCE })}` },
+        body: JSON.stringify(body),
+      });
       expect({ messageId, status: res.status }).toEqual({ messageId, status: 200 });
     };
     const started = Date.now();
@@ -556,7 +822,10 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
     fetchWindows.push(window);
     for (const p of [...renewable.slice(0, 5)]) {
       const d = googleSubData(p.token, p.sub!, false);
-      live.push(tx('app-g', `live-${p.token}`, window[1], d), link('app-g', `live-${p.token}:link`, window[1], d.receiptId as string, d.applicationUsername as string));
+      live.push(
+        tx('app-g', `live-${p.token}`, window[1], d),
+        link('app-g', `live-${p.token}:link`, window[1], d.receiptId as string, d.applicationUsername as string),
+      );
     }
     await expectModelAnswers([...importEvents, ...live]);
 
@@ -575,14 +844,43 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
     // auto-renew change not yet in it), and by Google as it stands now: the stale App Store state
     // loses to the notifications, the rest agrees; the reference decides with these events added.
     appleSignedAt = SIGNED + 1000;
-    const stale = { status: 1, renewal: { originalTransactionId: latestOf(off).originalTransactionId, productId: latestOf(off).productId, autoRenewStatus: 1 } };
+    const stale = {
+      status: 1,
+      renewal: { originalTransactionId: latestOf(off).originalTransactionId, productId: latestOf(off).productId, autoRenewStatus: 1 },
+    };
     apple.setStatus(latestOf(off).originalTransactionId, stale);
     off.statuses.set(latestOf(off).originalTransactionId, stale);
     const touched = [...kinds('grace').slice(0, 3), ...kinds('retry').slice(0, 3), off, refunded];
-    const appleAgain = await runCli(['import', 'apple', '--app', 'app-a', '--file', writeTempFile('again.csv', touched.map((c) => [latestOf(c).transactionId, ...(c.csvName ? [c.csvName] : [])].join(',')).join('\n') + '\n')], cliEnv);
+    const appleAgain = await runCli(
+      [
+        'import',
+        'apple',
+        '--app',
+        'app-a',
+        '--file',
+        writeTempFile('again.csv', touched.map((c) => [latestOf(c).transactionId, ...(c.csvName ? [c.csvName] : [])].join(',')).join('\n') + '\n'),
+      ],
+      cliEnv,
+    );
     expect(appleAgain.stderr).toContain(`imported ${touched.length} line(s)`);
     const googleStarted = Date.now();
-    const googleAgain = await runCli(['import', 'google', '--app', 'app-g', '--file', writeTempFile('again.csv', renewable.slice(0, 5).map((p) => p.token).join('\n') + '\n')], cliEnv);
+    const googleAgain = await runCli(
+      [
+        'import',
+        'google',
+        '--app',
+        'app-g',
+        '--file',
+        writeTempFile(
+          'again.csv',
+          renewable
+            .slice(0, 5)
+            .map((p) => p.token)
+            .join('\n') + '\n',
+        ),
+      ],
+      cliEnv,
+    );
     const googleWindow: [number, number] = [googleStarted, Date.now()];
     fetchWindows.push(googleWindow);
     expect(googleAgain.stderr).toContain('imported 5 line(s)');
@@ -592,7 +890,9 @@ describe('a fresh installation (e2e: seeded store histories, built CLI imports, 
       ...googleImportEvents(renewable.slice(0, 5), [], googleWindow[0]).map((e) => ({ ...e, id: `again-${e.id}` })),
     ];
     const offUser = off.username ?? off.csvName!;
-    expect((await api.get(`/v2/customers?applicationUsername=${offUser}`, api.token('app-a'))).body.rows[0].customerInfo).toMatchObject({ renewalIntent: 'Lapse' });
+    expect((await api.get(`/v2/customers?applicationUsername=${offUser}`, api.token('app-a'))).body.rows[0].customerInfo).toMatchObject({
+      renewalIntent: 'Lapse',
+    });
     await expectModelAnswers([...importEvents, ...live, ...reimported]);
   });
 });

@@ -122,7 +122,10 @@ describe('import google / google-voided (e2e: CLI processes, real PostgreSQL, em
     // and their change positions stay as they were, so no feed client or webhook sees a change.
     const state = async () => ({
       rows: (await app.get('/v2/transactions?limit=1000', app.token('app-g'))).body.rows,
-      positions: await db.dataSource.query(`SELECT transaction_id, change_position::text FROM read_model.transactions WHERE transaction_id LIKE $1 ORDER BY 1`, [`google:GPA.${id}-%`]),
+      positions: await db.dataSource.query(
+        `SELECT transaction_id, change_position::text FROM read_model.transactions WHERE transaction_id LIKE $1 ORDER BY 1`,
+        [`google:GPA.${id}-%`],
+      ),
     });
     const before = await state();
     const other = await importFile([`${one},coins_100,buyer-${id}`, c]);
@@ -144,8 +147,13 @@ describe('import google / google-voided (e2e: CLI processes, real PostgreSQL, em
     const events = await logSize();
     const dry = await importFile([`dry-${id}`], {}, ['--dry-run']);
     expect(dry.code).toBe(0);
-    const printed = dry.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    expect(printed).toEqual([expect.objectContaining({ type: 'transaction.updated', appid: 'app-g', data: expect.objectContaining({ transactionId: `google:GPA.${id}-D` }) })]);
+    const printed = dry.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(printed).toEqual([
+      expect.objectContaining({ type: 'transaction.updated', appid: 'app-g', data: expect.objectContaining({ transactionId: `google:GPA.${id}-D` }) }),
+    ]);
     expect(dry.stderr).toMatch(/dry run: would import 1 line/);
     expect(await logSize()).toBe(events);
   });
@@ -181,16 +189,24 @@ describe('import google / google-voided (e2e: CLI processes, real PostgreSQL, em
     // A directory is named as one, with what the option takes (it said only "not a readable file").
     const dir = path.dirname(writeTempFile('t.csv', 'x\n'));
     const directory = await runCli(['import', 'google', '--app', 'app-g', '--file', dir], env);
-    expect({ code: directory.code, stderr: directory.stderr }).toEqual({ code: 2, stderr: `error: import google: --file ${dir} is not a readable file: it is a directory (expected a CSV file of purchaseToken[,productId][,applicationUsername] lines)\n` });
+    expect({ code: directory.code, stderr: directory.stderr }).toEqual({
+      code: 2,
+      stderr: `error: import google: --file ${dir} is not a readable file: it is a directory (expected a CSV file of purchaseToken[,productId][,applicationUsername] lines)\n`,
+    });
     const noGoogle = await runCli(['import', 'google', '--app', 'app-g', '--file', writeTempFile('t.csv', 'x\n')], { DATABASE_URL: db.url });
     expect(noGoogle).toMatchObject({ code: 2, stderr: expect.stringMatching(/set GOOGLE_APPS/) });
-    const noKey = await runCli(['import', 'google', '--app', 'app-g', '--file', writeTempFile('t.csv', 'x\n')], { ...env, GOOGLE_SERVICE_ACCOUNT_FILE: '/nonexistent/key.json' });
+    const noKey = await runCli(['import', 'google', '--app', 'app-g', '--file', writeTempFile('t.csv', 'x\n')], {
+      ...env,
+      GOOGLE_SERVICE_ACCOUNT_FILE: '/nonexistent/key.json',
+    });
     expect(noKey.code).toBe(78);
     expect(noKey.stderr).toMatch(/GOOGLE_SERVICE_ACCOUNT_FILE/);
     // A key Google does not accept (another account's): the run stops at once, naming the setting.
-    const otherKey = (await startGooglePlayMock());
+    const otherKey = await startGooglePlayMock();
     try {
-      const refused = await importFile([`x-${randomUUID()}`, `y-${randomUUID()}`], { GOOGLE_SERVICE_ACCOUNT_FILE: writeTempFile('other.json', otherKey.serviceAccountKey) });
+      const refused = await importFile([`x-${randomUUID()}`, `y-${randomUUID()}`], {
+        GOOGLE_SERVICE_ACCOUNT_FILE: writeTempFile('other.json', otherKey.serviceAccountKey),
+      });
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/stopped: the Play Developer API answered HTTP 401.*GOOGLE_SERVICE_ACCOUNT_FILE/);
     } finally {
@@ -207,10 +223,23 @@ describe('import google / google-voided (e2e: CLI processes, real PostgreSQL, em
     const file = writeTempFile('tokens.csv', tokens.join('\n') + '\n');
     google.setDelay(150);
     try {
-      const child = spawn(process.execPath, [path.resolve('dist/cli.js'), 'import', 'google', '--app', 'app-g', '--file', file], { env: serviceEnv({ ...env, IMPORT_CONCURRENCY: '2' }), stdio: 'ignore' });
+      const child = spawn(process.execPath, [path.resolve('dist/cli.js'), 'import', 'google', '--app', 'app-g', '--file', file], {
+        env: serviceEnv({ ...env, IMPORT_CONCURRENCY: '2' }),
+        stdio: 'ignore',
+      });
       const exited = new Promise((resolve) => child.on('exit', resolve));
-      const digest = createHash('sha256').update(tokens.join('\n') + '\n').digest('hex');
-      const done = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.import_journal WHERE app_id = 'app-g' AND kind = 'google-purchases' AND source_digest = $1`, [digest]))[0].n);
+      const digest = createHash('sha256')
+        .update(tokens.join('\n') + '\n')
+        .digest('hex');
+      const done = async () =>
+        Number(
+          (
+            await db.dataSource.query(
+              `SELECT count(*)::int AS n FROM public.import_journal WHERE app_id = 'app-g' AND kind = 'google-purchases' AND source_digest = $1`,
+              [digest],
+            )
+          )[0].n,
+        );
       const base = google.count(new RegExp(`tokens/k\\d+-${id}`));
       await expectEventually(async () => expect(await done()).toBeGreaterThanOrEqual(4), 30_000);
       child.kill('SIGKILL');
@@ -228,7 +257,9 @@ describe('import google / google-voided (e2e: CLI processes, real PostgreSQL, em
       google.setDelay(0);
     }
     await embeddedLogCaughtUp(db.dataSource);
-    const rows = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'app-g' AND transaction_id LIKE $1`, [`google:GPA.${id}-K%`]);
+    const rows = await db.dataSource.query(`SELECT count(*)::int AS n FROM read_model.transactions WHERE app_id = 'app-g' AND transaction_id LIKE $1`, [
+      `google:GPA.${id}-K%`,
+    ]);
     expect(rows[0].n).toBe(30);
   });
 
@@ -240,9 +271,24 @@ describe('import google / google-voided (e2e: CLI processes, real PostgreSQL, em
     await embeddedLogCaughtUp(db.dataSource);
     const voidedAt = Date.now() - 2 * DAY;
     tokens.forEach((t, i) =>
-      google.addVoided(PACKAGE, { purchaseToken: t, orderId: `GPA.${id}-V${i}`, purchaseTimeMillis: String(Date.now() - 40 * DAY), voidedTimeMillis: String(voidedAt + i), voidedSource: 0, voidedReason: 1 }, { subscription: true, seenAt: Date.now() - DAY }),
+      google.addVoided(
+        PACKAGE,
+        {
+          purchaseToken: t,
+          orderId: `GPA.${id}-V${i}`,
+          purchaseTimeMillis: String(Date.now() - 40 * DAY),
+          voidedTimeMillis: String(voidedAt + i),
+          voidedSource: 0,
+          voidedReason: 1,
+        },
+        { subscription: true, seenAt: Date.now() - DAY },
+      ),
     );
-    google.addVoided(PACKAGE, { purchaseToken: `unknown-${id}`, orderId: `GPA.${id}-NONE`, voidedTimeMillis: String(voidedAt), voidedSource: 1, voidedReason: 0 }, { seenAt: Date.now() - DAY });
+    google.addVoided(
+      PACKAGE,
+      { purchaseToken: `unknown-${id}`, orderId: `GPA.${id}-NONE`, voidedTimeMillis: String(voidedAt), voidedSource: 1, voidedReason: 0 },
+      { seenAt: Date.now() - DAY },
+    );
     const listed = google.count(/voidedpurchases/);
     const res = await runCli(['import', 'google-voided', '--app', 'app-g', '--since', new Date(Date.now() - 3 * DAY).toISOString()], { ...env });
     expect(res.stderr).toMatch(new RegExp(`skipped: order GPA.${id}-NONE is not in the read models`));
@@ -250,7 +296,12 @@ describe('import google / google-voided (e2e: CLI processes, real PostgreSQL, em
     expect(res.stderr).toMatch(/imported 3 line/);
     expect(google.count(/voidedpurchases/) - listed).toBe(1);
     await embeddedLogCaughtUp(db.dataSource);
-    expect(await tx(`google:GPA.${id}-V1`)).toMatchObject({ revocationDate: new Date(voidedAt + 1).toISOString(), isExpired: true, cancelationReason: 'Customer', receiptId: `google:v1-${id}` });
+    expect(await tx(`google:GPA.${id}-V1`)).toMatchObject({
+      revocationDate: new Date(voidedAt + 1).toISOString(),
+      isExpired: true,
+      cancelationReason: 'Customer',
+      receiptId: `google:v1-${id}`,
+    });
     const [{ version_time }] = await db.dataSource.query(`SELECT version_time FROM read_model.transactions WHERE transaction_id = $1`, [`google:GPA.${id}-V1`]);
     // Imported after the refund: the revocation follows the snapshot it revokes (Google's purchase state shows no refund).
     expect(new Date(version_time).getTime()).toBeGreaterThan(voidedAt + 1);

@@ -43,11 +43,22 @@ describe('GOOGLE_VOIDED_POLL_INTERVAL (e2e: the service polls voidedpurchases.li
       startTime: new Date(Date.now() - 10 * DAY).toISOString(),
       subscriptionState: 'SUBSCRIPTION_STATE_ACTIVE',
       acknowledgementState: 'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED',
-      lineItems: [{ productId: 'pro_monthly', expiryTime: new Date(Date.now() + 20 * DAY).toISOString(), autoRenewingPlan: { autoRenewEnabled: true }, latestSuccessfulOrderId: order }],
+      lineItems: [
+        {
+          productId: 'pro_monthly',
+          expiryTime: new Date(Date.now() + 20 * DAY).toISOString(),
+          autoRenewingPlan: { autoRenewEnabled: true },
+          latestSuccessfulOrderId: order,
+        },
+      ],
     });
     const imported = await runCli(['import', 'google', '--app', 'app-p', '--file', writeTempFile('t.csv', `p-${id}\n`)], { ...env, DATABASE_URL: db.url });
     expect(imported.code).toBe(0);
-    google.addVoided(PACKAGE, { purchaseToken: `p-${id}`, orderId: order, voidedTimeMillis: String(Date.now() - DAY), voidedSource: 0, voidedReason: 1 }, { subscription: true, seenAt: Date.now() - 60_000 });
+    google.addVoided(
+      PACKAGE,
+      { purchaseToken: `p-${id}`, orderId: order, voidedTimeMillis: String(Date.now() - DAY), voidedSource: 0, voidedReason: 1 },
+      { subscription: true, seenAt: Date.now() - 60_000 },
+    );
 
     // Polling is off unless configured: an instance without the setting never lists.
     const plain = await startTestApp({ databaseUrl: db.url, env: { ...env, CONSUMER_ENABLED: 'true' } });
@@ -59,7 +70,9 @@ describe('GOOGLE_VOIDED_POLL_INTERVAL (e2e: the service polls voidedpurchases.li
     apps.push(await startTestApp({ databaseUrl: db.url, env: { ...env, CONSUMER_ENABLED: 'false', GOOGLE_VOIDED_POLL_INTERVAL: '10' } }));
     await expectEventually(async () => {
       await embeddedLogCaughtUp(db.dataSource);
-      const [row] = await db.dataSource.query(`SELECT revocation_date FROM read_model.transactions WHERE app_id = 'app-p' AND transaction_id = $1`, [`google:${order}`]);
+      const [row] = await db.dataSource.query(`SELECT revocation_date FROM read_model.transactions WHERE app_id = 'app-p' AND transaction_id = $1`, [
+        `google:${order}`,
+      ]);
       expect(row?.revocation_date).not.toBeNull();
     }, 30_000);
     const voids = await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log WHERE convert_from(value, 'UTF8') LIKE '%google-voided:%'`);

@@ -38,13 +38,39 @@ beforeAll(async () => {
   };
   const id = '7000001';
   const purchaseDate = Date.now() - 2 * DAY;
-  mock.addCustomer([{ transactionId: id, originalTransactionId: id, productId: 'pro_monthly', purchaseDate, originalPurchaseDate: purchaseDate, expiresDate: purchaseDate + 30 * DAY, type: 'Auto-Renewable Subscription', quantity: 1, inAppOwnershipType: 'PURCHASED', price: 4990, currency: 'USD' }]);
+  mock.addCustomer([
+    {
+      transactionId: id,
+      originalTransactionId: id,
+      productId: 'pro_monthly',
+      purchaseDate,
+      originalPurchaseDate: purchaseDate,
+      expiresDate: purchaseDate + 30 * DAY,
+      type: 'Auto-Renewable Subscription',
+      quantity: 1,
+      inAppOwnershipType: 'PURCHASED',
+      price: 4990,
+      currency: 'USD',
+    },
+  ]);
   mock.addNotification({
     notificationType: 'SUBSCRIBED',
     subtype: 'INITIAL_BUY',
     notificationUUID: '00000000-0000-4000-a000-000000000001',
     signedDate: purchaseDate,
-    transaction: { transactionId: id, originalTransactionId: id, productId: 'pro_monthly', purchaseDate, originalPurchaseDate: purchaseDate, expiresDate: purchaseDate + 30 * DAY, type: 'Auto-Renewable Subscription', quantity: 1, inAppOwnershipType: 'PURCHASED', price: 4990, currency: 'USD' },
+    transaction: {
+      transactionId: id,
+      originalTransactionId: id,
+      productId: 'pro_monthly',
+      purchaseDate,
+      originalPurchaseDate: purchaseDate,
+      expiresDate: purchaseDate + 30 * DAY,
+      type: 'Auto-Renewable Subscription',
+      quantity: 1,
+      inAppOwnershipType: 'PURCHASED',
+      price: 4990,
+      currency: 'USD',
+    },
   });
   mock.slowDown(SLOW_MS);
 });
@@ -73,7 +99,11 @@ async function progressWhileWaiting(args: string[], requests: () => number, line
 }
 
 it('import apple-notifications: a progress line while the first page is awaited', async () => {
-  const r = await progressWhileWaiting(['import', 'apple-notifications', '--app', 'app-1', '--since', new Date(Date.now() - 5 * DAY).toISOString()], () => mock.received.filter((r) => r.path === '/inApps/v1/notifications/history').length, PROGRESS('apple-notifications'));
+  const r = await progressWhileWaiting(
+    ['import', 'apple-notifications', '--app', 'app-1', '--since', new Date(Date.now() - 5 * DAY).toISOString()],
+    () => mock.received.filter((r) => r.path === '/inApps/v1/notifications/history').length,
+    PROGRESS('apple-notifications'),
+  );
   expect(r.waitedMs).toBeLessThan(6_000);
   expect(r.code).toBe(0);
   expect(r.stderr).toMatch(/imported 1 line\(s\)/);
@@ -81,7 +111,11 @@ it('import apple-notifications: a progress line while the first page is awaited'
 
 it('import apple: a progress line while every worker waits for the store', async () => {
   const file = writeTempFile('customers.csv', '7000001\n');
-  const r = await progressWhileWaiting(['import', 'apple', '--app', 'app-1', '--file', file], () => mock.received.filter((r) => r.path.startsWith('/inApps/v2/history/')).length, PROGRESS('apple-transactions'));
+  const r = await progressWhileWaiting(
+    ['import', 'apple', '--app', 'app-1', '--file', file],
+    () => mock.received.filter((r) => r.path.startsWith('/inApps/v2/history/')).length,
+    PROGRESS('apple-transactions'),
+  );
   expect(r.waitedMs).toBeLessThan(6_000);
   expect(r.code).toBe(0);
   expect(r.stderr).toMatch(/imported 1 line\(s\)/);

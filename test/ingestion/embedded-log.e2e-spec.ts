@@ -38,7 +38,17 @@ describe('ingestion from the embedded event log (e2e: CLI -> log table -> consum
     expect(published.code).toBe(0);
     await expectEventually(async () => {
       const res = await api.get('/v2/customers', api.token('demo-app'));
-      expect(res.body.rows.map((r: { applicationUsername: string }) => r.applicationUsername)).toEqual(['alice', 'hank', 'bob', 'carol', 'dave', 'greta', 'erin', 'frank', 'ivy']);
+      expect(res.body.rows.map((r: { applicationUsername: string }) => r.applicationUsername)).toEqual([
+        'alice',
+        'hank',
+        'bob',
+        'carol',
+        'dave',
+        'greta',
+        'erin',
+        'frank',
+        'ivy',
+      ]);
     });
     const erin = (await api.get('/v2/customers?applicationUsername=erin,frank', api.token('demo-app'))).body.rows;
     expect(erin[0]).toEqual({ applicationUsername: 'erin', customerInfo: {}, receiptIds: [] });
@@ -49,7 +59,9 @@ describe('ingestion from the embedded event log (e2e: CLI -> log table -> consum
     const september = await api.get('/v2/transactions?startdate=2026-09-01T00:00:00Z&enddate=2026-10-01T00:00:00Z', api.token('demo-app'));
     expect(september.body.rows.map((r: { transactionId: string }) => r.transactionId)).toEqual(['google:GPA.1111-2']);
     const named = (await api.get('/v2/customers?applicationUsername=carol,greta,hank,ivy', api.token('demo-app'))).body.rows;
-    const info = Object.fromEntries(named.map((r: { applicationUsername: string; customerInfo: Record<string, unknown> }) => [r.applicationUsername, r.customerInfo]));
+    const info = Object.fromEntries(
+      named.map((r: { applicationUsername: string; customerInfo: Record<string, unknown> }) => [r.applicationUsername, r.customerInfo]),
+    );
     // carol's refund ends her access at the revocation, though Apple kept the expiration (11-03)
     expect(info.carol).toMatchObject({ expirationDate: '2026-10-10T08:14:00.000Z', activeSubscriber: false, renewalIntent: 'Lapse' });
     // greta is in billing retry: access until the grace end
@@ -93,7 +105,10 @@ describe('ingestion from the embedded event log (e2e: CLI -> log table -> consum
 
     // reference: everything the log holds, projected in one go
     const log: { value: Buffer }[] = await db.dataSource.query(`SELECT value FROM public.event_log WHERE topic = $1 ORDER BY "offset"`, [TOPIC]);
-    await projectFromScratch(reference.dataSource, log.map((r) => r.value));
+    await projectFromScratch(
+      reference.dataSource,
+      log.map((r) => r.value),
+    );
     expect(await snapshotReadModels(db.dataSource)).toEqual(await snapshotReadModels(reference.dataSource));
     await sync.expectListedRows(); // a change-feed client polling during the ingest missed nothing
   });

@@ -26,7 +26,9 @@ async function embeddedMessages(db: TestDatabase, topic: string): Promise<{ valu
 }
 
 const storedOffsets = (db: TestDatabase, topic: string) =>
-  db.dataSource.query(`SELECT partition, next_offset::text AS n, last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic]);
+  db.dataSource.query(`SELECT partition, next_offset::text AS n, last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [
+    topic,
+  ]);
 
 async function topicExists(topic: string): Promise<boolean> {
   const admin = testKafka().admin();
@@ -45,7 +47,8 @@ async function readTopic(topic: string, expected: number): Promise<TopicMessage[
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
-    eachMessage: async ({ partition, message }) => void seen.push({ partition, offset: Number(message.offset), value: message.value!.toString(), timestamp: message.timestamp }),
+    eachMessage: async ({ partition, message }) =>
+      void seen.push({ partition, offset: Number(message.offset), value: message.value!.toString(), timestamp: message.timestamp }),
   });
   try {
     await expectEventually(() => expect(seen.length).toBeGreaterThanOrEqual(expected), 30_000);
@@ -62,7 +65,13 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
   // The embedded log and the topic share KAFKA_TOPIC; the group is the service's.
   const embeddedEnv = () => ({ DATABASE_URL: db.url, KAFKA_TOPIC: topic });
   const kafkaEnv = () => ({ ...embeddedEnv(), KAFKA_BROKERS: kafkaBrokers(), KAFKA_GROUP_ID: `g-${topic}` });
-  const serviceKafkaEnv = () => ({ KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}`, KAFKA_SESSION_TIMEOUT_MS: '6000', CONSUMER_ENABLED: 'true' });
+  const serviceKafkaEnv = () => ({
+    KAFKA_BROKERS: kafkaBrokers(),
+    KAFKA_TOPIC: topic,
+    KAFKA_GROUP_ID: `g-${topic}`,
+    KAFKA_SESSION_TIMEOUT_MS: '6000',
+    CONSUMER_ENABLED: 'true',
+  });
   const embeddedCount = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log WHERE topic = $1`, [topic]))[0].n);
   const embeddedValues = async () =>
     ((await db.dataSource.query(`SELECT value FROM public.event_log WHERE topic = $1 ORDER BY "offset"`, [topic])) as { value: Buffer }[]).map((r) => r.value);
@@ -114,16 +123,23 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
     await expectEventually(() => {
       const health = early.app.get(KafkaProjectionConsumer).health();
       expect(health.state).toBe('blocked');
-      expect(health.reason).toContain(`partition 0: stored offset ${projectedPart.length} is a position in this database's embedded event log (${total} events), not in Kafka topic ${topic}`);
+      expect(health.reason).toContain(
+        `partition 0: stored offset ${projectedPart.length} is a position in this database's embedded event log (${total} events), not in Kafka topic ${topic}`,
+      );
       expect(health.reason).toContain('npm run cli -- move-to-kafka');
     }, 60_000);
     // offsets show says the same (it said "the log ends before the stored offset (topic recreated or truncated)").
     const shown = await runCli(['offsets', 'show'], kafkaEnv());
     expect(shown.code).toBe(3);
-    expect(shown.stdout).toContain(`partition 0: stored offset ${projectedPart.length} is a position in this database's embedded event log (${total} events), not in Kafka topic ${topic}`);
+    expect(shown.stdout).toContain(
+      `partition 0: stored offset ${projectedPart.length} is a position in this database's embedded event log (${total} events), not in Kafka topic ${topic}`,
+    );
     expect(shown.stdout).not.toContain('recreated or truncated');
     // ... and the move refuses to run beside it.
-    moveRefusals(await runCli(['move-to-kafka'], kafkaEnv()), new RegExp(`^error: the service is consuming Kafka topic ${topic} \\(consumer group g-${topic} has 1 member\\(s\\)\\)`));
+    moveRefusals(
+      await runCli(['move-to-kafka'], kafkaEnv()),
+      new RegExp(`^error: the service is consuming Kafka topic ${topic} \\(consumer group g-${topic} has 1 member\\(s\\)\\)`),
+    );
     await apps.splice(apps.indexOf(early), 1)[0].close();
     expect(await topicEndOffsets(topic)).toBe(0n);
 
@@ -131,13 +147,17 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
     const killed = await runCli(['move-to-kafka', '--batch-size', '10'], { ...kafkaEnv(), FAILPOINTS: 'move-to-kafka-after-send:2' });
     expect(killed.code).toBeNull(); // SIGKILL
     expect(await topicEndOffsets(topic)).toBe(20n);
-    const stored = await db.dataSource.query(`SELECT partition, next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic]);
+    const stored = await db.dataSource.query(`SELECT partition, next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [
+      topic,
+    ]);
     expect(stored).toEqual([{ partition: 0, n: projectedPart.length }]); // not switched yet
 
     const resumed = await runCli(['move-to-kafka', '--batch-size', '10'], kafkaEnv());
     expect(resumed.stderr).toBe('');
     expect(resumed.code).toBe(0);
-    expect(resumed.stdout).toContain(`${total} event(s); Kafka topic ${topic} (${PARTITIONS} partition(s)) already holds 20 of them (a copy stopped earlier: continuing it)`);
+    expect(resumed.stdout).toContain(
+      `${total} event(s); Kafka topic ${topic} (${PARTITIONS} partition(s)) already holds 20 of them (a copy stopped earlier: continuing it)`,
+    );
     expect(resumed.stdout).toContain(`sent ${total - 20} event(s)`);
     expect(resumed.stdout).toMatch(/switched the stored offsets from the embedded log's \(next \d+\) to the topic's/);
     expect(await topicEndOffsets(topic)).toBe(BigInt(total));
@@ -158,7 +178,10 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
     // Each partition's stored offset is the number of its messages the embedded consumer projected:
     // nothing re-applied (below it, only projected events), nothing skipped (from it, only unprojected ones).
     const projected = new Set(values.slice(0, projectedPart.length));
-    const switched = await db.dataSource.query(`SELECT partition, next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic]);
+    const switched = await db.dataSource.query(
+      `SELECT partition, next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`,
+      [topic],
+    );
     expect(switched).toEqual(
       [...Array(PARTITIONS).keys()].map((p) => {
         const here = onTopic.filter((m) => m.partition === p);
@@ -173,9 +196,11 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
     expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: '' });
     expect(again.stdout).toContain(`already holds ${total} of them\n`);
     expect(again.stdout).toContain('sent 0 event(s)');
-    expect(again.stdout).toContain('the offsets stored with the read models are already the topic\'s: left as they are');
+    expect(again.stdout).toContain("the offsets stored with the read models are already the topic's: left as they are");
     expect(await topicEndOffsets(topic)).toBe(BigInt(total));
-    expect(await db.dataSource.query(`SELECT partition, next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic])).toEqual(switched);
+    expect(
+      await db.dataSource.query(`SELECT partition, next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic]),
+    ).toEqual(switched);
 
     // 5. The service on Kafka: projects the unprojected rest, then events published to Kafka.
     const onKafka = await startTestApp({ databaseUrl: db.url, env: serviceKafkaEnv() });
@@ -193,12 +218,17 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
 
     // 6. Once the topic has moved on, a late rerun still publishes nothing and leaves the positions.
     await apps.splice(apps.indexOf(onKafka), 1)[0].close();
-    const positions = await db.dataSource.query(`SELECT partition, next_offset::text AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic]);
+    const positions = await db.dataSource.query(
+      `SELECT partition, next_offset::text AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`,
+      [topic],
+    );
     const late = await runCli(['move-to-kafka'], kafkaEnv());
     expect({ code: late.code, stderr: late.stderr }).toEqual({ code: 0, stderr: '' });
     expect(late.stdout).toContain('sent 0 event(s)');
     expect(await topicEndOffsets(topic)).toBe(BigInt(total + kafkaPart.length));
-    expect(await db.dataSource.query(`SELECT partition, next_offset::text AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic])).toEqual(positions);
+    expect(
+      await db.dataSource.query(`SELECT partition, next_offset::text AS n FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [topic]),
+    ).toEqual(positions);
   });
 
   it('continues a move killed right after its first message (a partition holding one message of the copy)', async () => {
@@ -216,9 +246,12 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
       expect(r.stdout).toContain(`already holds 1 of them (a copy stopped earlier: continuing it)`);
       expect(await topicEndOffsets(oneTopic)).toBe(BigInt(mine.length));
       // nothing was projected: every partition starts at its beginning
-      expect(await other.dataSource.query(`SELECT partition, next_offset::int AS n, last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`, [oneTopic])).toEqual(
-        [...Array(PARTITIONS).keys()].map((partition) => ({ partition, n: 0, last_message_sha1: null })),
-      );
+      expect(
+        await other.dataSource.query(
+          `SELECT partition, next_offset::int AS n, last_message_sha1 FROM read_model.projection_offsets WHERE topic = $1 ORDER BY partition`,
+          [oneTopic],
+        ),
+      ).toEqual([...Array(PARTITIONS).keys()].map((partition) => ({ partition, n: 0, last_message_sha1: null })));
     } finally {
       await other.drop();
     }
@@ -233,7 +266,10 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
       const admin = testKafka().admin();
       await admin.connect();
       await admin
-        .createTopics({ topics: [{ topic: timeTopic, numPartitions: PARTITIONS, configEntries: [{ name: 'retention.ms', value: '-1' }] }], waitForLeaders: true })
+        .createTopics({
+          topics: [{ topic: timeTopic, numPartitions: PARTITIONS, configEntries: [{ name: 'retention.ms', value: '-1' }] }],
+          waitForLeaders: true,
+        })
         .finally(() => admin.disconnect());
       const env = { DATABASE_URL: other.url, KAFKA_TOPIC: timeTopic };
       const kafka = { ...env, KAFKA_BROKERS: kafkaBrokers(), KAFKA_GROUP_ID: `g-${timeTopic}` };
@@ -248,24 +284,34 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
       const embedded = await startTestApp({ databaseUrl: other.url, env: { CONSUMER_ENABLED: 'true', KAFKA_TOPIC: timeTopic } });
       try {
         await expectEventually(async () => {
-          expect(await other.dataSource.query(`SELECT next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1`, [timeTopic])).toEqual([{ n: 4 }]);
+          expect(await other.dataSource.query(`SELECT next_offset::int AS n FROM read_model.projection_offsets WHERE topic = $1`, [timeTopic])).toEqual([
+            { n: 4 },
+          ]);
         }, 60_000);
       } finally {
         await embedded.close();
       }
-      expect(await other.dataSource.query(`SELECT "offset"::int AS offset, code FROM public.dead_letters WHERE topic = $1`, [timeTopic])).toEqual([{ offset: 3, code: 'future_time' }]);
+      expect(await other.dataSource.query(`SELECT "offset"::int AS offset, code FROM public.dead_letters WHERE topic = $1`, [timeTopic])).toEqual([
+        { offset: 3, code: 'future_time' },
+      ]);
       const projectedIds = `SELECT transaction_id FROM read_model.transactions ORDER BY transaction_id`;
-      expect(await other.dataSource.query(projectedIds)).toEqual(['apple:t-ok-1', 'apple:t-ok-2', 'apple:t-ok-3'].map((transaction_id) => ({ transaction_id })));
+      expect(await other.dataSource.query(projectedIds)).toEqual(
+        ['apple:t-ok-1', 'apple:t-ok-2', 'apple:t-ok-3'].map((transaction_id) => ({ transaction_id })),
+      );
 
       const moved = await runCli(['move-to-kafka'], kafka);
       expect({ code: moved.code, stderr: moved.stderr }).toEqual({ code: 0, stderr: '' });
       const onTopic = await readTopic(timeTopic, 4);
-      expect(onTopic.map((m) => `${m.timestamp} ${m.value}`).sort()).toEqual((await embeddedMessages(other, timeTopic)).map((m) => `${m.timestamp} ${m.value}`).sort());
+      expect(onTopic.map((m) => `${m.timestamp} ${m.value}`).sort()).toEqual(
+        (await embeddedMessages(other, timeTopic)).map((m) => `${m.timestamp} ${m.value}`).sort(),
+      );
 
       // A rebuild from the topic decides as the embedded consumer did.
       const rebuilt = await runCli(['rebuild'], kafka);
       expect({ code: rebuilt.code, stderr: rebuilt.stderr }).toEqual({ code: 0, stderr: '' });
-      expect(await other.dataSource.query(projectedIds)).toEqual(['apple:t-ok-1', 'apple:t-ok-2', 'apple:t-ok-3'].map((transaction_id) => ({ transaction_id })));
+      expect(await other.dataSource.query(projectedIds)).toEqual(
+        ['apple:t-ok-1', 'apple:t-ok-2', 'apple:t-ok-3'].map((transaction_id) => ({ transaction_id })),
+      );
     } finally {
       await other.drop();
     }
@@ -305,7 +351,10 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
           await admin.disconnect();
         }
       }, 30_000);
-      moveRefusals(await runCli(['move-to-kafka'], kafka), new RegExp(`^error: the service is consuming Kafka topic ${appendTopic} \\(consumer group g-${appendTopic} has 1 member\\(s\\)\\)`));
+      moveRefusals(
+        await runCli(['move-to-kafka'], kafka),
+        new RegExp(`^error: the service is consuming Kafka topic ${appendTopic} \\(consumer group g-${appendTopic} has 1 member\\(s\\)\\)`),
+      );
       expect(await topicExists(appendTopic)).toBe(false);
       await member.disconnect();
       expect(await storedOffsets(other, appendTopic)).toEqual(before);
@@ -316,23 +365,32 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
       await lock.query('SELECT pg_advisory_lock($1)', [LIVE_PROJECTION_LOCK]);
       const running = runCli(['move-to-kafka'], kafka);
       await expectEventually(async () => {
-        const waiting = await other.dataSource.query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE '%move-to-kafka%' AND wait_event_type = 'Lock' AND datname = current_database()`);
+        const waiting = await other.dataSource.query(
+          `SELECT 1 FROM pg_stat_activity WHERE application_name LIKE '%move-to-kafka%' AND wait_event_type = 'Lock' AND datname = current_database()`,
+        );
         expect(waiting).toHaveLength(1);
       }, 60_000);
       expect(await topicEndOffsets(appendTopic)).toBe(BigInt(mine.length));
       expect((await runCli(['publish', writeTempFile('later.ndjson', toNdjson(later))], env)).code).toBe(0);
       await lock.query('SELECT pg_advisory_unlock($1)', [LIVE_PROJECTION_LOCK]);
-      moveRefusals(await running, new RegExp(`^error: ${later.length} event\\(s\\) were appended to the embedded log during the move .*positions were not switched$`));
+      moveRefusals(
+        await running,
+        new RegExp(`^error: ${later.length} event\\(s\\) were appended to the embedded log during the move .*positions were not switched$`),
+      );
       expect(await storedOffsets(other, appendTopic)).toEqual(before);
       expect(await topicEndOffsets(appendTopic)).toBe(BigInt(mine.length));
 
       const rerun = await runCli(['move-to-kafka'], kafka);
       expect({ code: rerun.code, stderr: rerun.stderr }).toEqual({ code: 0, stderr: '' });
-      expect(rerun.stdout).toContain(`${mine.length + later.length} event(s); Kafka topic ${appendTopic} (${PARTITIONS} partition(s)) already holds ${mine.length} of them (a copy stopped earlier: continuing it)`);
+      expect(rerun.stdout).toContain(
+        `${mine.length + later.length} event(s); Kafka topic ${appendTopic} (${PARTITIONS} partition(s)) already holds ${mine.length} of them (a copy stopped earlier: continuing it)`,
+      );
       expect(rerun.stdout).toContain(`sent ${later.length} event(s)`);
       expect(await topicEndOffsets(appendTopic)).toBe(BigInt(mine.length + later.length));
       // nothing was projected: every partition of the topic (created by the move with the test broker's default count, PARTITIONS) from its start
-      expect(await storedOffsets(other, appendTopic)).toEqual([...Array(PARTITIONS).keys()].map((partition) => ({ partition, n: '0', last_message_sha1: null })));
+      expect(await storedOffsets(other, appendTopic)).toEqual(
+        [...Array(PARTITIONS).keys()].map((partition) => ({ partition, n: '0', last_message_sha1: null })),
+      );
     } finally {
       await member.disconnect().catch(() => undefined);
       await lock.release().catch(() => undefined);
@@ -340,7 +398,7 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
     }
   });
 
-  it('refuses a topic that holds events other than the embedded log\'s, changing nothing', async () => {
+  it("refuses a topic that holds events other than the embedded log's, changing nothing", async () => {
     const other = await createTestDatabase('move_kafka_other');
     const foreignTopic = uniqueTopic('move-foreign');
     try {
@@ -349,12 +407,17 @@ describe('moving from the embedded event log to Kafka (e2e: real PostgreSQL and 
       const env = { DATABASE_URL: other.url, KAFKA_TOPIC: foreignTopic };
       expect((await runCli(['publish', writeTempFile('mine.ndjson', toNdjson(mine))], env)).code).toBe(0);
       // Someone else's events, published to Kafka directly.
-      await produce(foreignTopic, scenarioEvents({ seed: 41, customers: 10 }).map((e) => Buffer.from(JSON.stringify(e))));
+      await produce(
+        foreignTopic,
+        scenarioEvents({ seed: 41, customers: 10 }).map((e) => Buffer.from(JSON.stringify(e))),
+      );
       const before = await topicEndOffsets(foreignTopic);
       const r = await runCli(['move-to-kafka'], { ...env, KAFKA_BROKERS: kafkaBrokers(), KAFKA_GROUP_ID: `g-${foreignTopic}` });
       moveRefusals(r, new RegExp(`^error: Kafka topic ${foreignTopic} already holds events that are not the embedded log's`));
       expect(await topicEndOffsets(foreignTopic)).toBe(before);
-      expect(await other.dataSource.query(`SELECT count(*)::int AS n FROM read_model.projection_offsets WHERE topic = $1 AND partition <> 0`, [foreignTopic])).toEqual([{ n: 0 }]);
+      expect(
+        await other.dataSource.query(`SELECT count(*)::int AS n FROM read_model.projection_offsets WHERE topic = $1 AND partition <> 0`, [foreignTopic]),
+      ).toEqual([{ n: 0 }]);
     } finally {
       await other.drop();
     }

@@ -54,7 +54,9 @@ function requireTool(command, name) {
     execFileSync(command, ['-version'], { stdio: 'ignore' });
   } catch (error) {
     if (error.code === 'ENOENT') {
-      throw new Error(`the tests run a Kafka broker with ${name} (\`${command}\`), which is not installed: install Java 17+ and Maven, or set KAFKA_BROKERS to a broker to use`);
+      throw new Error(
+        `the tests run a Kafka broker with ${name} (\`${command}\`), which is not installed: install Java 17+ and Maven, or set KAFKA_BROKERS to a broker to use`,
+      );
     }
   }
 }
@@ -62,11 +64,15 @@ function requireTool(command, name) {
 /** `count` distinct free ports: all are held open until every one is known. */
 export async function freePorts(count) {
   const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise((resolve, reject) => {
-      const server = net.createServer();
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve(server));
-    })),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise((resolve, reject) => {
+          const server = net.createServer();
+          server.once('error', reject);
+          server.listen(0, '127.0.0.1', () => resolve(server));
+        }),
+    ),
   );
   const ports = servers.map((s) => s.address().port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
@@ -229,7 +235,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   let args;
   try {
     ({ values: args } = parseArgs({
-      options: { port: { type: 'string', default: '9092' }, dir: { type: 'string', default: path.join(root, '.tmp', 'kafka-dev') }, fresh: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } },
+      options: {
+        port: { type: 'string', default: '9092' },
+        dir: { type: 'string', default: path.join(root, '.tmp', 'kafka-dev') },
+        fresh: { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
       strict: true,
     }));
   } catch (error) {
@@ -237,7 +248,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
     process.exit(2);
   }
   if (args.help) {
-    console.log('usage: node test/kafka/broker.mjs [--port 9092] [--dir <dir>] [--fresh]\n  Runs a single-node Kafka broker on 127.0.0.1 from Maven Central artifacts.\n  --port   listener port (default 9092)\n  --dir    data directory (default .tmp/kafka-dev); kept between runs\n  --fresh  wipe the data directory first (every topic and offset is lost)');
+    console.log(
+      'usage: node test/kafka/broker.mjs [--port 9092] [--dir <dir>] [--fresh]\n  Runs a single-node Kafka broker on 127.0.0.1 from Maven Central artifacts.\n  --port   listener port (default 9092)\n  --dir    data directory (default .tmp/kafka-dev); kept between runs\n  --fresh  wipe the data directory first (every topic and offset is lost)',
+    );
     process.exit(0);
   }
   const broker = await startKafkaBroker({ port: Number(args.port), dir: path.resolve(args.dir), fresh: args.fresh || undefined });

@@ -48,19 +48,48 @@ export type CustomerSpec = { user: number; app: number; purchases: PurchaseSpec[
  * after the erasure, by a new purchase a day later or 1 ms later, or by a restore of their first
  * receipt a day later.
  */
-export type ErasureSpec = { user: number; app: number; day: number; exact: number | null; hashed: boolean; resignup: 'none' | 'purchase' | 'purchase-1ms' | 'relink' };
+export type ErasureSpec = {
+  user: number;
+  app: number;
+  day: number;
+  exact: number | null;
+  hashed: boolean;
+  resignup: 'none' | 'purchase' | 'purchase-1ms' | 'relink';
+};
 /**
  * reuseIds: [i, j] publishes event i again under event j's id (a producer reusing an id for other data).
  * conflicts: [i, k] publishes event i again with its id and time but other data (variant k): two
  * events of one version, which the content digest decides (docs/events/README.md, "Ordering rules").
  */
-export type HistorySpec = { customers: CustomerSpec[]; redeliver: number[]; reuseIds?: [number, number][]; conflicts?: [number, number][]; erasures?: ErasureSpec[] };
+export type HistorySpec = {
+  customers: CustomerSpec[];
+  redeliver: number[];
+  reuseIds?: [number, number][];
+  conflicts?: [number, number][];
+  erasures?: ErasureSpec[];
+};
 /** The keyed hash a hashed customer.erased carries (the test computes it from public.erasure_key). */
 export type UsernameHash = (app: string, username: string) => string;
 
 const step = fc.constantFrom<Step>(
-  'renew', 'renew', 'renew', 'refund', 'lapse', 'billing-retry', 'billing-retry-no-grace', 'recovered', 'expire-early',
-  'upgrade', 'replaced-by-reason', 'upgrade-new-transaction', 'downgrade-at-renewal', 'restore', 'move-transaction', 'correct-date', 'stale-snapshot', 'renewal-with-original-user',
+  'renew',
+  'renew',
+  'renew',
+  'refund',
+  'lapse',
+  'billing-retry',
+  'billing-retry-no-grace',
+  'recovered',
+  'expire-early',
+  'upgrade',
+  'replaced-by-reason',
+  'upgrade-new-transaction',
+  'downgrade-at-renewal',
+  'restore',
+  'move-transaction',
+  'correct-date',
+  'stale-snapshot',
+  'renewal-with-original-user',
 );
 
 const purchase: fc.Arbitrary<PurchaseSpec> = fc.record({
@@ -76,10 +105,13 @@ const purchase: fc.Arbitrary<PurchaseSpec> = fc.record({
 
 export const historyArbitrary: fc.Arbitrary<HistorySpec> = fc.record({
   // few users and two apps, so restores and moves land on customers that exist
-  customers: fc.array(fc.record({ user: fc.integer({ min: 0, max: 4 }), app: fc.integer({ min: 0, max: 1 }), purchases: fc.array(purchase, { minLength: 1, maxLength: 3 }) }), {
-    minLength: 1,
-    maxLength: 5,
-  }),
+  customers: fc.array(
+    fc.record({ user: fc.integer({ min: 0, max: 4 }), app: fc.integer({ min: 0, max: 1 }), purchases: fc.array(purchase, { minLength: 1, maxLength: 3 }) }),
+    {
+      minLength: 1,
+      maxLength: 5,
+    },
+  ),
   // indexes (mod the event count) of events delivered twice
   redeliver: fc.array(fc.nat(), { maxLength: 6 }),
   reuseIds: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 3 }),
@@ -145,7 +177,8 @@ export function expandHistory(spec: HistorySpec, tag: string, hash?: UsernameHas
         emit(app, 'transaction.updated', start + 1000, p.pending === 'no' ? data : { ...data, isPending: true });
         if (p.pending === 'completed') emit(app, 'transaction.updated', start + 2 * DAY, data);
         for (const s of p.steps) {
-          if (s === 'refund') emit(app, 'transaction.updated', start + 3 * DAY, { ...data, revocationDate: iso(start + 3 * DAY), cancelationReason: 'Customer' });
+          if (s === 'refund')
+            emit(app, 'transaction.updated', start + 3 * DAY, { ...data, revocationDate: iso(start + 3 * DAY), cancelationReason: 'Customer' });
           if (s === 'stale-snapshot') emit(app, 'transaction.updated', start + 500, { ...data, quantity: 99 });
         }
         return;
@@ -181,18 +214,35 @@ export function expandHistory(spec: HistorySpec, tag: string, hash?: UsernameHas
           case 'renew': {
             // a new transaction: the original purchaseDate, its own lastRenewalDate
             const next = expiration + period;
-            tx = { ...tx, transactionId: `${p.platform}:t${local}n${txCount++}`, lastRenewalDate: iso(expiration), expirationDate: iso(next), isTrialPeriod: undefined, isBillingRetryPeriod: undefined, gracePeriodExpirationDate: undefined };
+            tx = {
+              ...tx,
+              transactionId: `${p.platform}:t${local}n${txCount++}`,
+              lastRenewalDate: iso(expiration),
+              expirationDate: iso(next),
+              isTrialPeriod: undefined,
+              isBillingRetryPeriod: undefined,
+              gracePeriodExpirationDate: undefined,
+            };
             if (p.link === 'implicit') delete tx.applicationUsername;
             snapshot({}, expiration + 60_000);
             break;
           }
           case 'renewal-with-original-user':
-            tx = { ...tx, transactionId: `${p.platform}:t${local}n${txCount++}`, lastRenewalDate: iso(expiration), expirationDate: iso(expiration + period), applicationUsername: user };
+            tx = {
+              ...tx,
+              transactionId: `${p.platform}:t${local}n${txCount++}`,
+              lastRenewalDate: iso(expiration),
+              expirationDate: iso(expiration + period),
+              applicationUsername: user,
+            };
             snapshot({}, expiration + 60_000);
             break;
           case 'refund':
             // Apple keeps expiresDate on a refunded transaction and adds the revocation
-            snapshot({ revocationDate: iso(expiration - period / 2), cancelationReason: 'Customer', isExpired: true, renewalIntent: 'Lapse' }, expiration - period / 2);
+            snapshot(
+              { revocationDate: iso(expiration - period / 2), cancelationReason: 'Customer', isExpired: true, renewalIntent: 'Lapse' },
+              expiration - period / 2,
+            );
             break;
           case 'lapse':
             snapshot({ renewalIntent: 'Lapse', renewalIntentChangeDate: iso(expiration - 3 * DAY) }, expiration - 3 * DAY);
@@ -244,8 +294,13 @@ export function expandHistory(spec: HistorySpec, tag: string, hash?: UsernameHas
               lastRenewalDate: iso(at),
               expirationDate: iso(at + 30 * DAY),
               renewalIntent: 'Renew',
-              isTrialPeriod: undefined, isBillingRetryPeriod: undefined, gracePeriodExpirationDate: undefined,
-              isExpired: undefined, revocationDate: undefined, cancelationReason: undefined, isUpgraded: undefined,
+              isTrialPeriod: undefined,
+              isBillingRetryPeriod: undefined,
+              gracePeriodExpirationDate: undefined,
+              isExpired: undefined,
+              revocationDate: undefined,
+              cancelationReason: undefined,
+              isUpgraded: undefined,
             };
             if (p.link === 'implicit') delete tx.applicationUsername;
             snapshot({}, at + 60_000);
@@ -286,8 +341,17 @@ export function expandHistory(spec: HistorySpec, tag: string, hash?: UsernameHas
     if (erasure.resignup === 'purchase' || erasure.resignup === 'purchase-1ms') {
       const later = at + (erasure.resignup === 'purchase' ? DAY : 1);
       emit(app, 'transaction.updated', later, {
-        transactionId: `apple:te${k}`, purchaseId: `apple:pe${k}`, productId: 'apple:coins', platform: 'apple', receiptId: `apple:re${k}`,
-        purchaseDate: iso(later), quantity: 1, isConsumed: true, currency: 'USD', amountMicros: 990_000, applicationUsername: user,
+        transactionId: `apple:te${k}`,
+        purchaseId: `apple:pe${k}`,
+        productId: 'apple:coins',
+        platform: 'apple',
+        receiptId: `apple:re${k}`,
+        purchaseDate: iso(later),
+        quantity: 1,
+        isConsumed: true,
+        currency: 'USD',
+        amountMicros: 990_000,
+        applicationUsername: user,
       });
     }
     const first = spec.customers.findIndex((c) => c.app === erasure.app && c.user === erasure.user);
@@ -340,10 +404,14 @@ function conflicting(e: RawEvent, variant: number): RawEvent {
   if (e.type === 'receipt.linked') return { ...e, data: { ...d, applicationUsername: `${d.applicationUsername as string}-alt` } };
   switch (variant % 3) {
     case 0:
-      return d.expirationDate === undefined ? { ...e, data: { ...d, isAcknowledged: !d.isAcknowledged } } : { ...e, data: { ...d, expirationDate: iso(Date.parse(d.expirationDate as string) + 30 * DAY) } };
+      return d.expirationDate === undefined
+        ? { ...e, data: { ...d, isAcknowledged: !d.isAcknowledged } }
+        : { ...e, data: { ...d, expirationDate: iso(Date.parse(d.expirationDate as string) + 30 * DAY) } };
     case 1:
       return { ...e, data: { ...d, renewalIntent: d.renewalIntent === 'Lapse' ? 'Renew' : 'Lapse' } };
     default:
-      return d.applicationUsername === undefined ? { ...e, data: { ...d, isAcknowledged: !d.isAcknowledged } } : { ...e, data: { ...d, applicationUsername: `${d.applicationUsername as string}-alt` } };
+      return d.applicationUsername === undefined
+        ? { ...e, data: { ...d, isAcknowledged: !d.isAcknowledged } }
+        : { ...e, data: { ...d, applicationUsername: `${d.applicationUsername as string}-alt` } };
   }
 }

@@ -114,14 +114,22 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
         for (let mask = 1; mask < 32; mask++) {
           if ((!fixed.has(now) || !all) && mask !== 31) continue;
           const f = customerFilters(mask, now, products);
-          expect({ mask, body: await get(`/v2/customers?${customerQuery(f)}&limit=1000`) }).toEqual({ mask, body: model.customersPage(app, { ...f, skip: 0, limit: 1000 }, now) });
-          if (mask % 8 === 1) expect(await get(`/v2/customers?${customerQuery(f)}&skip=1&limit=2`)).toEqual(model.customersPage(app, { ...f, skip: 1, limit: 2 }, now));
+          expect({ mask, body: await get(`/v2/customers?${customerQuery(f)}&limit=1000`) }).toEqual({
+            mask,
+            body: model.customersPage(app, { ...f, skip: 0, limit: 1000 }, now),
+          });
+          if (mask % 8 === 1)
+            expect(await get(`/v2/customers?${customerQuery(f)}&skip=1&limit=2`)).toEqual(model.customersPage(app, { ...f, skip: 1, limit: 2 }, now));
         }
         for (const status of STATUSES) {
           const whole = model.customersPage(app, { status: [status], skip: 0, limit: 1000 }, now);
           expect(await get(`/v2/customers?status=${status}&limit=1000`)).toEqual(whole);
           const middle = Math.floor(whole.paging.total / 2);
-          expect({ status, middle, body: await get(`/v2/customers?status=${status}&skip=${middle}&limit=2`) }).toEqual({ status, middle, body: model.customersPage(app, { status: [status], skip: middle, limit: 2 }, now) });
+          expect({ status, middle, body: await get(`/v2/customers?status=${status}&skip=${middle}&limit=2`) }).toEqual({
+            status,
+            middle,
+            body: model.customersPage(app, { status: [status], skip: middle, limit: 2 }, now),
+          });
         }
         // the expiry bounds alone (customer_end_weeks): pages from the middle, with bounds on the instant
         // asked, which at the status boundaries is an access end, a millisecond either side of one
@@ -139,8 +147,14 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
         const placed = customerFilters(7, now, products);
         const matches = model.customersPage(app, { ...placed, skip: 0, limit: 1000 }, now).paging.total;
         const skip = Math.floor(matches / 2);
-        expect({ skip, body: await get(`/v2/customers?${customerQuery(placed)}&skip=${skip}&limit=3`) }).toEqual({ skip, body: model.customersPage(app, { ...placed, skip, limit: 3 }, now) });
-        if (names.length > 0) expect(await get(`/v2/customers?applicationUsername=${names.join(',')}&status=active,expired`)).toEqual(model.customersPage(app, { usernames: names, status: ['active', 'expired'] }, now));
+        expect({ skip, body: await get(`/v2/customers?${customerQuery(placed)}&skip=${skip}&limit=3`) }).toEqual({
+          skip,
+          body: model.customersPage(app, { ...placed, skip, limit: 3 }, now),
+        });
+        if (names.length > 0)
+          expect(await get(`/v2/customers?applicationUsername=${names.join(',')}&status=active,expired`)).toEqual(
+            model.customersPage(app, { usernames: names, status: ['active', 'expired'] }, now),
+          );
       }
     }
     for (const app of apps) {
@@ -164,7 +178,11 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
         const f = transactionFilters(mask, values);
         // ranges cut inside a day at either end, or at both (the kept counts are per day)
         const range: { startdate?: string; enddate?: string } =
-          mask % 2 === 1 ? {} : mask & 2 ? { startdate: '2010-03-15T12:00:00.000Z', enddate: '2012-01-01T00:00:00.000Z' } : { startdate: '2010-02-01T00:00:00.000Z', enddate: '2011-07-01T06:30:00.000Z' };
+          mask % 2 === 1
+            ? {}
+            : mask & 2
+              ? { startdate: '2010-03-15T12:00:00.000Z', enddate: '2012-01-01T00:00:00.000Z' }
+              : { startdate: '2010-02-01T00:00:00.000Z', enddate: '2011-07-01T06:30:00.000Z' };
         const qs = new URLSearchParams([...Object.entries({ ...f, ...range }).map(([k, v]): [string, string] => [k, String(v)]), ['limit', '1000']]);
         const whole = model.transactionsPage(app, { ...f, ...range, skip: 0, limit: 1000 });
         expect({ mask, body: await get(`/v2/transactions?${qs}`) }).toEqual({ mask, body: whole });
@@ -172,12 +190,20 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
         const middle = Math.floor(whole.paging.total / 2);
         qs.set('skip', String(middle));
         qs.set('limit', '3');
-        expect({ mask, middle, body: await get(`/v2/transactions?${qs}`) }).toEqual({ mask, middle, body: model.transactionsPage(app, { ...f, ...range, skip: middle, limit: 3 }) });
+        expect({ mask, middle, body: await get(`/v2/transactions?${qs}`) }).toEqual({
+          mask,
+          middle,
+          body: model.transactionsPage(app, { ...f, ...range, skip: middle, limit: 3 }),
+        });
         // a range cut between two rows of one day at each end: the rows the filter would not keep must not be subtracted
         const cut = cutBetweenRowsOfADay(values.dates);
         if (cut) {
           const cutQs = new URLSearchParams([...Object.entries({ ...f, ...cut }).map(([k, v]): [string, string] => [k, String(v)]), ['limit', '1000']]);
-          expect({ mask, cut, body: await get(`/v2/transactions?${cutQs}`) }).toEqual({ mask, cut, body: model.transactionsPage(app, { ...f, ...cut, skip: 0, limit: 1000 }) });
+          expect({ mask, cut, body: await get(`/v2/transactions?${cutQs}`) }).toEqual({
+            mask,
+            cut,
+            body: model.transactionsPage(app, { ...f, ...cut, skip: 0, limit: 1000 }),
+          });
         }
       }
       // ids as support staff paste them, without the store's prefix
@@ -185,7 +211,10 @@ describe('lifecycle rules: the service equals the reference model (e2e, real Pos
         const bare = id.slice(id.indexOf(':') + 1);
         for (const name of ['transactionId', 'purchaseId'] as const) {
           const qs = new URLSearchParams({ [name]: bare, limit: '1000' });
-          expect({ bare, body: await get(`/v2/transactions?${qs}`) }).toEqual({ bare, body: model.transactionsPage(app, { [name]: bare, skip: 0, limit: 1000 }) });
+          expect({ bare, body: await get(`/v2/transactions?${qs}`) }).toEqual({
+            bare,
+            body: model.transactionsPage(app, { [name]: bare, skip: 0, limit: 1000 }),
+          });
         }
       }
     }
@@ -235,7 +264,7 @@ function customerQuery(f: CustomerFilters): string {
 }
 
 function transactionFilters(mask: number, v: { transactionIds: string[]; purchaseIds: string[]; productIds: string[] }): TransactionFilters {
-  const pick = <T,>(list: T[], i: number) => list[i % list.length];
+  const pick = <T>(list: T[], i: number) => list[i % list.length];
   const f: TransactionFilters = {};
   if (v.transactionIds.length === 0) return f;
   if (mask & 1) f.transactionId = pick(v.transactionIds, mask);

@@ -43,12 +43,48 @@ function newerFirst(a: { time: number; id: string; tie: string }, b: { time: num
 // docs/events/README.md, "Ordering rules": the snapshot's fields in this order, each as a string
 // (times in UTC with six fraction digits) or null when absent, as a JSON array, hashed with SHA-256.
 const DIGEST_FIELDS = [
-  'receiptId', 'purchaseId', 'productId', 'platform', 'sandbox', 'purchaseDate', 'lastRenewalDate', 'renewalDate', 'expirationDate',
-  'renewalIntent', 'renewalIntentChangeDate', 'cancelationReason', 'isPending', 'isAcknowledged', 'isConsumed', 'isBillingRetryPeriod',
-  'isTrialPeriod', 'isIntroPeriod', 'isExpired', 'gracePeriodExpirationDate', 'revocationDate', 'isUpgraded', 'priceConsentStatus',
-  'discountId', 'offerType', 'offerDiscountType', 'offerPeriod', 'ownershipType', 'quantity', 'amountUSD', 'amountMicros', 'currency',
+  'receiptId',
+  'purchaseId',
+  'productId',
+  'platform',
+  'sandbox',
+  'purchaseDate',
+  'lastRenewalDate',
+  'renewalDate',
+  'expirationDate',
+  'renewalIntent',
+  'renewalIntentChangeDate',
+  'cancelationReason',
+  'isPending',
+  'isAcknowledged',
+  'isConsumed',
+  'isBillingRetryPeriod',
+  'isTrialPeriod',
+  'isIntroPeriod',
+  'isExpired',
+  'gracePeriodExpirationDate',
+  'revocationDate',
+  'isUpgraded',
+  'priceConsentStatus',
+  'discountId',
+  'offerType',
+  'offerDiscountType',
+  'offerPeriod',
+  'ownershipType',
+  'quantity',
+  'amountUSD',
+  'amountMicros',
+  'currency',
 ];
-const TIME_FIELDS = new Set(['purchaseDate', 'lastRenewalDate', 'renewalDate', 'expirationDate', 'renewalIntentChangeDate', 'gracePeriodExpirationDate', 'revocationDate']);
+const TIME_FIELDS = new Set([
+  'purchaseDate',
+  'lastRenewalDate',
+  'renewalDate',
+  'expirationDate',
+  'renewalIntentChangeDate',
+  'gracePeriodExpirationDate',
+  'revocationDate',
+]);
 const SPELLINGS: Record<string, string> = { amountUSD: 'priceUSD', amountMicros: 'priceMicros' };
 function contentDigest(data: Record<string, unknown>): string {
   const values = DIGEST_FIELDS.map((f) => {
@@ -231,7 +267,9 @@ export class ReferenceModel {
   }
 
   private owned(c: { app: string; name: string }): ModelTransaction[] {
-    const receiptIds = [...this.owners].filter(([key, owner]) => key.startsWith(`${c.app}\u0000`) && owner === c.name).map(([key]) => key.slice(c.app.length + 1));
+    const receiptIds = [...this.owners]
+      .filter(([key, owner]) => key.startsWith(`${c.app}\u0000`) && owner === c.name)
+      .map(([key]) => key.slice(c.app.length + 1));
     return this.transactions.filter((t) => t.app === c.app && receiptIds.includes(t.data.receiptId as string));
   }
 
@@ -323,10 +361,33 @@ const DATE_FIELDS = new Set([
   'revocationDate',
 ]);
 const ROW_FIELDS = [
-  'transactionId', 'purchaseId', 'productId', 'platform', 'receiptId', 'sandbox', 'purchaseDate', 'lastRenewalDate',
-  'renewalDate', 'expirationDate', 'renewalIntent', 'renewalIntentChangeDate', 'cancelationReason', 'isPending',
-  'isAcknowledged', 'isConsumed', 'isBillingRetryPeriod', 'isTrialPeriod', 'isIntroPeriod', 'isExpired',
-  'gracePeriodExpirationDate', 'revocationDate', 'isUpgraded', 'priceConsentStatus', 'discountId', 'quantity', 'currency',
+  'transactionId',
+  'purchaseId',
+  'productId',
+  'platform',
+  'receiptId',
+  'sandbox',
+  'purchaseDate',
+  'lastRenewalDate',
+  'renewalDate',
+  'expirationDate',
+  'renewalIntent',
+  'renewalIntentChangeDate',
+  'cancelationReason',
+  'isPending',
+  'isAcknowledged',
+  'isConsumed',
+  'isBillingRetryPeriod',
+  'isTrialPeriod',
+  'isIntroPeriod',
+  'isExpired',
+  'gracePeriodExpirationDate',
+  'revocationDate',
+  'isUpgraded',
+  'priceConsentStatus',
+  'discountId',
+  'quantity',
+  'currency',
 ];
 
 /**

@@ -31,7 +31,11 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     name: 'upgrade and replacement on both stores, pending that stays and pending that completes',
     spec: {
       customers: [
-        { user: 1, app: 0, purchases: [monthly({ product: 'yearly', steps: ['upgrade', 'renew'] }), monthly({ platform: 'google', steps: ['replaced-by-reason'] })] },
+        {
+          user: 1,
+          app: 0,
+          purchases: [monthly({ product: 'yearly', steps: ['upgrade', 'renew'] }), monthly({ platform: 'google', steps: ['replaced-by-reason'] })],
+        },
         { user: 2, app: 1, purchases: [monthly({ pending: 'stays' }), monthly({ pending: 'completed', product: 'coins' })] },
       ],
       redeliver: [],
@@ -43,7 +47,14 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     name: 'issue 21: an upgrade is a new transaction of the same subscription; the old one is replaced whichever arrives first; a downgrade at the renewal replaces nothing',
     spec: {
       customers: [
-        { user: 0, app: 0, purchases: [monthly({ product: 'yearly', steps: ['upgrade-new-transaction', 'renew'] }), monthly({ startDay: 30, steps: ['downgrade-at-renewal', 'upgrade-new-transaction'] })] },
+        {
+          user: 0,
+          app: 0,
+          purchases: [
+            monthly({ product: 'yearly', steps: ['upgrade-new-transaction', 'renew'] }),
+            monthly({ startDay: 30, steps: ['downgrade-at-renewal', 'upgrade-new-transaction'] }),
+          ],
+        },
         { user: 1, app: 0, purchases: [monthly({ product: 'yearly', link: 'none', steps: ['upgrade-new-transaction', 'move-transaction'] })] },
       ],
       redeliver: [2],
@@ -61,7 +72,11 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     name: 'grace period, billing retry without grace, early expiry',
     spec: {
       customers: [
-        { user: 0, app: 0, purchases: [monthly({ steps: ['renew', 'billing-retry'] }), monthly({ startDay: 200, steps: ['billing-retry-no-grace', 'recovered'] })] },
+        {
+          user: 0,
+          app: 0,
+          purchases: [monthly({ steps: ['renew', 'billing-retry'] }), monthly({ startDay: 200, steps: ['billing-retry-no-grace', 'recovered'] })],
+        },
         { user: 3, app: 0, purchases: [monthly({ steps: ['expire-early'] })] },
       ],
       redeliver: [0],
@@ -98,7 +113,14 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     name: 'corrected purchase dates and stale snapshots re-file rows; consumables never subscribe',
     spec: {
       customers: [
-        { user: 4, app: 1, purchases: [monthly({ steps: ['correct-date', 'stale-snapshot', 'renew'] }), monthly({ product: 'lifetime', link: 'explicit', steps: ['refund', 'stale-snapshot'] })] },
+        {
+          user: 4,
+          app: 1,
+          purchases: [
+            monthly({ steps: ['correct-date', 'stale-snapshot', 'renew'] }),
+            monthly({ product: 'lifetime', link: 'explicit', steps: ['refund', 'stale-snapshot'] }),
+          ],
+        },
       ],
       redeliver: [2],
     },

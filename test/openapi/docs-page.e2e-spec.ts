@@ -23,12 +23,49 @@ const describeWithBrowser = haveBrowser || required ? describe : describe.skip;
 
 /** Three customers (alice, bob, carol) and four transactions. */
 const SEEDED = [
-  txEvent({ time: '2026-01-15T10:00:00Z', data: { transactionId: 'apple:t-1', receiptId: 'apple:r-1', productId: 'apple:pro_monthly', purchaseDate: '2026-01-15T10:00:00Z', expirationDate: '2036-02-15T10:00:00Z' } }),
+  txEvent({
+    time: '2026-01-15T10:00:00Z',
+    data: {
+      transactionId: 'apple:t-1',
+      receiptId: 'apple:r-1',
+      productId: 'apple:pro_monthly',
+      purchaseDate: '2026-01-15T10:00:00Z',
+      expirationDate: '2036-02-15T10:00:00Z',
+    },
+  }),
   linkEvent({ time: '2026-01-15T10:00:01Z', receiptId: 'apple:r-1', user: 'alice' }),
-  txEvent({ time: '2026-01-16T10:00:00Z', data: { transactionId: 'apple:t-2', receiptId: 'apple:r-2', productId: 'apple:basic_yearly', purchaseDate: '2026-01-16T10:00:00Z', expirationDate: '2026-02-16T10:00:00Z' } }),
+  txEvent({
+    time: '2026-01-16T10:00:00Z',
+    data: {
+      transactionId: 'apple:t-2',
+      receiptId: 'apple:r-2',
+      productId: 'apple:basic_yearly',
+      purchaseDate: '2026-01-16T10:00:00Z',
+      expirationDate: '2026-02-16T10:00:00Z',
+    },
+  }),
   linkEvent({ time: '2026-01-16T10:00:01Z', receiptId: 'apple:r-2', user: 'bob' }),
-  txEvent({ time: '2026-01-17T10:00:00Z', data: { transactionId: 'google:GPA.1', receiptId: 'google:r-3', productId: 'google:pro_monthly', purchaseDate: '2026-01-17T10:00:00Z', expirationDate: '2036-02-17T10:00:00Z' } }),
-  txEvent({ time: '2026-01-18T10:00:00Z', data: { transactionId: 'google:GPA.2', receiptId: 'google:r-3', productId: 'google:pro_monthly', purchaseDate: '2026-01-18T10:00:00Z', expirationDate: '2036-02-18T10:00:00Z', sandbox: true } }),
+  txEvent({
+    time: '2026-01-17T10:00:00Z',
+    data: {
+      transactionId: 'google:GPA.1',
+      receiptId: 'google:r-3',
+      productId: 'google:pro_monthly',
+      purchaseDate: '2026-01-17T10:00:00Z',
+      expirationDate: '2036-02-17T10:00:00Z',
+    },
+  }),
+  txEvent({
+    time: '2026-01-18T10:00:00Z',
+    data: {
+      transactionId: 'google:GPA.2',
+      receiptId: 'google:r-3',
+      productId: 'google:pro_monthly',
+      purchaseDate: '2026-01-18T10:00:00Z',
+      expirationDate: '2036-02-18T10:00:00Z',
+      sandbox: true,
+    },
+  }),
   linkEvent({ time: '2026-01-18T10:00:01Z', receiptId: 'google:r-3', user: 'carol' }),
 ];
 const TOTALS: Record<string, number> = { '/v2/customers': 3, '/v2/transactions': 4 };
@@ -52,7 +89,15 @@ describeWithBrowser('the docs page in a real browser (e2e, built service)', () =
     await expectEventually(async () => expect((await fetch(`${base}/health/ready`)).status).toBe(200), 60_000, 250);
     browser = await chromium.launch({
       executablePath,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
   afterAll(async () => {
@@ -67,7 +112,9 @@ describeWithBrowser('the docs page in a real browser (e2e, built service)', () =
       await page.goto(`${base}/docs`);
       await page.locator('button.authorize').first().click();
       const bearer = page.locator('.modal-ux form').filter({ hasText: 'bearer (http, Bearer)' });
-      await bearer.locator('input[type=text]').fill(mintToken({ secret: TEST_SECRET, appId: 'app-1', scopes: ['customers:read', 'transactions:read'], ttlSeconds: 600 }));
+      await bearer
+        .locator('input[type=text]')
+        .fill(mintToken({ secret: TEST_SECRET, appId: 'app-1', scopes: ['customers:read', 'transactions:read'], ttlSeconds: 600 }));
       await bearer.locator('button.authorize').click();
       await page.locator('.modal-ux button.btn-done').first().click();
       const operation = page.locator('.opblock-get').filter({ has: page.locator(`.opblock-summary-path[data-path="${route}"]`) });

@@ -51,7 +51,16 @@ describe('a client generated from /openapi.json (openapi-typescript + openapi-fe
   beforeAll(async () => {
     db = await createTestDatabase('generated_client');
     await project(db.dataSource, [
-      txEvent({ time: '2024-02-01T00:00:00Z', data: { transactionId: 'apple:a1', receiptId: 'apple:ra', purchaseDate: '2024-02-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice' } }),
+      txEvent({
+        time: '2024-02-01T00:00:00Z',
+        data: {
+          transactionId: 'apple:a1',
+          receiptId: 'apple:ra',
+          purchaseDate: '2024-02-01T00:00:00Z',
+          expirationDate: '2099-01-01T00:00:00Z',
+          applicationUsername: 'alice',
+        },
+      }),
       txEvent({ time: '2024-03-01T00:00:00Z', data: { transactionId: 'apple:j1', receiptId: 'apple:rj', purchaseDate: '2024-03-01T00:00:00Z' } }),
       linkEvent({ time: '2024-03-01T00:00:00Z', receiptId: 'apple:rj', user: 'doe, john' }),
     ]);
@@ -71,14 +80,19 @@ describe('a client generated from /openapi.json (openapi-typescript + openapi-fe
 
   it('type-checks, and a mistake against the document does not', () => {
     expect(typeErrors([path.join(dir, 'client.ts')])).toEqual([]);
-    writeFileSync(path.join(dir, 'wrong.ts'), `${CLIENT}\nconst wrong: number = customers.data!.rows[0].receiptIds;\nawait client.GET('/v2/transactions', { params: { query: { limit: 'ten' } } });\n`);
+    writeFileSync(
+      path.join(dir, 'wrong.ts'),
+      `${CLIENT}\nconst wrong: number = customers.data!.rows[0].receiptIds;\nawait client.GET('/v2/transactions', { params: { query: { limit: 'ten' } } });\n`,
+    );
     expect(typeErrors([path.join(dir, 'wrong.ts')]).length).toBeGreaterThanOrEqual(2);
   });
 
   it('reads both endpoints of the running service, username lists and problems included', async () => {
     const js = ts.transpileModule(CLIENT, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
     writeFileSync(path.join(dir, 'client.mjs'), js);
-    const { stdout } = await promisify(execFile)(process.execPath, [path.join(dir, 'client.mjs')], { env: { ...process.env, BASE_URL: api.baseUrl, TOKEN: api.token('app-1') } });
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(dir, 'client.mjs')], {
+      env: { ...process.env, BASE_URL: api.baseUrl, TOKEN: api.token('app-1') },
+    });
     expect(JSON.parse(stdout)).toEqual({
       names: ['alice', 'doe, john'],
       active: [true, false],

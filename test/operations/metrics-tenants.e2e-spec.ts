@@ -43,7 +43,11 @@ describe('/metrics and tenants (e2e, real PostgreSQL, a webhook receiver on loop
     closers.push(() => hook.close());
     await addEndpoint(db.dataSource, api.config.webhooks, { appId: APP, url: `${hook.url}/hooks/${APP}` });
     await project(db.dataSource, [
-      txEvent({ app: APP, time: '2025-01-01T00:00:00Z', data: { transactionId: 'apple:m1', purchaseDate: '2025-01-01T00:00:00Z', expirationDate: '2030-01-01T00:00:00Z', applicationUsername: USER } }),
+      txEvent({
+        app: APP,
+        time: '2025-01-01T00:00:00Z',
+        data: { transactionId: 'apple:m1', purchaseDate: '2025-01-01T00:00:00Z', expirationDate: '2030-01-01T00:00:00Z', applicationUsername: USER },
+      }),
     ]);
     await expectEventually(() => expect(hook.received.length).toBeGreaterThan(0));
     // the API was used too: a page for the app, a name lookup, a path that matches no route
@@ -62,7 +66,8 @@ describe('/metrics and tenants (e2e, real PostgreSQL, a webhook receiver on loop
       expect(Number(lines[0].split(' ')[1])).toBeGreaterThan(0);
       return t;
     });
-    for (const secret of [APP, USER, hook.url, new URL(hook.url).host, '127.0.0.1', `hooks/`]) expect({ secret, found: text.includes(secret) }).toEqual({ secret, found: false });
+    for (const secret of [APP, USER, hook.url, new URL(hook.url).host, '127.0.0.1', `hooks/`])
+      expect({ secret, found: text.includes(secret) }).toEqual({ secret, found: false });
     expect(text).not.toMatch(/\bapp="/);
   });
 

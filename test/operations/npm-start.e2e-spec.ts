@@ -158,10 +158,14 @@ describe('npm start under a process supervisor (e2e, the README command as run)'
     const started = await npmStart();
     running.push(started);
     // as soon as a postgres process exists under npm, before the service listens
-    await expectEventually(() => {
-      record(started);
-      expect(descendants(started.npm.pid!).some((pid) => /postgres -D/.test(commandOf(pid)))).toBe(true);
-    }, 120_000, 20);
+    await expectEventually(
+      () => {
+        record(started);
+        expect(descendants(started.npm.pid!).some((pid) => /postgres -D/.test(commandOf(pid)))).toBe(true);
+      },
+      120_000,
+      20,
+    );
     process.kill(scriptProcess(started), 'SIGTERM');
     // whatever started after the signal is also under npm until it stops
     const recording = setInterval(() => {

@@ -27,7 +27,10 @@ describe('metrics and readiness (e2e, real broker and PostgreSQL)', () => {
   it('exposes the lag a paused consumer accumulates, then its recovery, plus projection and HTTP metrics', async () => {
     const topic = uniqueTopic('lag');
     await createTopic(topic, 1);
-    const api = await startTestApp({ databaseUrl: db.url, env: { KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}`, CONSUMER_ENABLED: 'true', KAFKA_SESSION_TIMEOUT_MS: '6000' } });
+    const api = await startTestApp({
+      databaseUrl: db.url,
+      env: { KAFKA_BROKERS: kafkaBrokers(), KAFKA_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}`, CONSUMER_ENABLED: 'true', KAFKA_SESSION_TIMEOUT_MS: '6000' },
+    });
     apps.push(api);
     await produce(topic, toBuffers(scenarioEvents({ seed: 71, customers: 5, apps: ['app-1'] })));
     await waitUntilCaughtUp(db.dataSource, topic);
@@ -52,17 +55,24 @@ describe('metrics and readiness (e2e, real broker and PostgreSQL)', () => {
     try {
       const held = toBuffers(scenarioEvents({ seed: 72, customers: 10, apps: ['app-1'], tag: 'held' }));
       await produce(topic, held);
-      await expectEventually(async () => expect(metric(await scrape(), 'subscription_records_projection_consumer_lag_messages', { topic, partition: '0' })).toBe(held.length));
+      await expectEventually(async () =>
+        expect(metric(await scrape(), 'subscription_records_projection_consumer_lag_messages', { topic, partition: '0' })).toBe(held.length),
+      );
       expect((await api.get('/health/ready')).status).toBe(200); // paused, not stopped
     } finally {
       await pause.commitTransaction();
       await pause.release();
     }
-    await expectEventually(async () => expect(metric(await scrape(), 'subscription_records_projection_consumer_lag_messages', { topic, partition: '0' })).toBe(0));
+    await expectEventually(async () =>
+      expect(metric(await scrape(), 'subscription_records_projection_consumer_lag_messages', { topic, partition: '0' })).toBe(0),
+    );
   });
 
   it('is not ready while the consumer cannot run', async () => {
-    const api = await startTestApp({ databaseUrl: db.url, env: { KAFKA_BROKERS: `127.0.0.1:${await freePort()}`, KAFKA_TOPIC: 'nowhere', CONSUMER_ENABLED: 'true' } });
+    const api = await startTestApp({
+      databaseUrl: db.url,
+      env: { KAFKA_BROKERS: `127.0.0.1:${await freePort()}`, KAFKA_TOPIC: 'nowhere', CONSUMER_ENABLED: 'true' },
+    });
     apps.push(api);
     const ready = await api.get('/health/ready');
     expect(ready.status).toBe(503);

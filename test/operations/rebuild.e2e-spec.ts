@@ -74,7 +74,8 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
     const cursors = { customers: '0', transactions: '0' };
     const syncer = (async () => {
       while (!stop) {
-        for (const listing of ['customers', 'transactions'] as const) cursors[listing] = await drainFeed(api, token, listing, cursors[listing], feed[listing], 200);
+        for (const listing of ['customers', 'transactions'] as const)
+          cursors[listing] = await drainFeed(api, token, listing, cursors[listing], feed[listing], 200);
       }
     })();
     const more = toBuffers(scenarioEvents({ seed: 62, customers: 300, tag: 'during' }));
@@ -108,7 +109,10 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
   it('keeps change-feed cursors across the switch: nothing replayed when nothing changed, a corrected row shown again', async () => {
     const [victim] = await db.dataSource.query(`SELECT app_id, transaction_id FROM read_model.transactions ORDER BY transaction_id LIMIT 1`);
     const token = api.token(victim.app_id);
-    const cursors = { customers: await drainFeed(api, token, 'customers', '0', new Map(), 1000), transactions: await drainFeed(api, token, 'transactions', '0', new Map(), 1000) };
+    const cursors = {
+      customers: await drainFeed(api, token, 'customers', '0', new Map(), 1000),
+      transactions: await drainFeed(api, token, 'transactions', '0', new Map(), 1000),
+    };
 
     expect((await runCli(['rebuild'], env)).code).toBe(0);
     for (const listing of ['customers', 'transactions'] as const) {
@@ -117,7 +121,10 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
       expect([...replayed.keys()]).toEqual([]);
     }
 
-    await db.dataSource.query(`UPDATE read_model.transactions SET renewal_intent = 'Tampered' WHERE app_id = $1 AND transaction_id = $2`, [victim.app_id, victim.transaction_id]);
+    await db.dataSource.query(`UPDATE read_model.transactions SET renewal_intent = 'Tampered' WHERE app_id = $1 AND transaction_id = $2`, [
+      victim.app_id,
+      victim.transaction_id,
+    ]);
     const tampered = new Map<string, Row>();
     cursors.transactions = await drainFeed(api, token, 'transactions', cursors.transactions, tampered, 1000);
     expect(tampered.get(victim.transaction_id)).toMatchObject({ renewalIntent: 'Tampered' });
@@ -156,7 +163,9 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
     expect(killed.code).toBeNull();
     expect(await rebuilds()).toEqual([{ id: '1', kind: 'rebuild', status: 'running' }]);
     // killed inside the fold: its transaction rolled back and the staged log is still there
-    expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'read_model_next' AND tablename = 'staged_events'`)).toEqual([{ n: staged }]);
+    expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'read_model_next' AND tablename = 'staged_events'`)).toEqual([
+      { n: staged },
+    ]);
     await publish(toBuffers(scenarioEvents({ seed: 65, customers: 30, tag: 'after-fold' })));
     const resumed = await runCli(['rebuild'], env);
     expect(resumed.stdout).toMatch(/rebuild #1 \(resumed\): switched to generation 2/);
@@ -184,7 +193,10 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
     expect(clean.code).toBe(0);
 
     const [victim] = await db.dataSource.query(`SELECT app_id, transaction_id FROM read_model.transactions ORDER BY transaction_id LIMIT 1`);
-    await db.dataSource.query(`UPDATE read_model.transactions SET renewal_intent = 'Tampered' WHERE app_id = $1 AND transaction_id = $2`, [victim.app_id, victim.transaction_id]);
+    await db.dataSource.query(`UPDATE read_model.transactions SET renewal_intent = 'Tampered' WHERE app_id = $1 AND transaction_id = $2`, [
+      victim.app_id,
+      victim.transaction_id,
+    ]);
     await db.dataSource.query(`DELETE FROM read_model.customers WHERE application_username = (SELECT min(application_username) FROM read_model.customers)`);
     const [[placed]] = await db.dataSource.query(
       `UPDATE read_model.customer_end_weeks SET n = n + 1 WHERE ctid = (SELECT min(ctid) FROM read_model.customer_end_weeks) RETURNING end_day::text, first_week::text`,
@@ -197,7 +209,11 @@ describe('rebuild (e2e: CLI against a real broker and PostgreSQL, live service r
     const [, live, fresh] = /customers: live (\d+) rows, fresh projection (\d+) rows/.exec(drift.stdout)!;
     expect(Number(fresh) - Number(live)).toBe(1);
     // a kept count that no longer adds up
-    expect(drift.stdout).toMatch(new RegExp(`customer_end_weeks: live \\d+ rows, fresh projection \\d+ rows\n    only in live: .*"end_day":"${placed.end_day}","first_week":"${placed.first_week}"`));
+    expect(drift.stdout).toMatch(
+      new RegExp(
+        `customer_end_weeks: live \\d+ rows, fresh projection \\d+ rows\n    only in live: .*"end_day":"${placed.end_day}","first_week":"${placed.first_week}"`,
+      ),
+    );
     // verify never switches
     const [{ generation }] = await db.dataSource.query('SELECT generation FROM public.read_model_generation');
     expect(generation).toBe(1);

@@ -66,7 +66,9 @@ describe('graceful shutdown (e2e, the built service against a real broker)', () 
     try {
       const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
       const kafka = new Map(committed.partitions.map((p) => [p.partition, p.offset]));
-      expect(Object.fromEntries(stored.map((s) => [s.partition, kafka.get(s.partition)]))).toEqual(Object.fromEntries(stored.map((s) => [s.partition, s.next_offset])));
+      expect(Object.fromEntries(stored.map((s) => [s.partition, kafka.get(s.partition)]))).toEqual(
+        Object.fromEntries(stored.map((s) => [s.partition, s.next_offset])),
+      );
       const end = (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
       expect(stored.reduce((sum, s) => sum + Number(s.next_offset), 0)).toBeLessThan(end); // it really stopped mid-stream
     } finally {
@@ -94,7 +96,10 @@ describe('graceful shutdown (e2e, the built service against a real broker)', () 
       const events = toBuffers(scenarioEvents({ seed, customers: 300 })).map((value) => ({ key: null, value }));
       await appendToEventLog(db.dataSource, topic, events);
     }
-    await db.dataSource.query(`INSERT INTO read_model.projection_offsets (topic, partition, next_offset) SELECT $1, p, 0 FROM generate_series(0, $2::int) p`, [topic, partitions]);
+    await db.dataSource.query(`INSERT INTO read_model.projection_offsets (topic, partition, next_offset) SELECT $1, p, 0 FROM generate_series(0, $2::int) p`, [
+      topic,
+      partitions,
+    ]);
     const blocker = db.dataSource.createQueryRunner();
     await blocker.connect();
     await blocker.startTransaction();
@@ -104,11 +109,17 @@ describe('graceful shutdown (e2e, the built service against a real broker)', () 
         ? // A batch waiting on a lock sends no heartbeats: a session long enough that the group keeps it.
           await startConsuming(topic, groupId, { KAFKA_SESSION_TIMEOUT_MS: '60000' })
         : await startEmbedded(topic);
-    await expectEventually(async () => {
-      // (not on the blocker's connection: inside a transaction, pg_stat_activity is read once)
-      const [{ waiting }] = await db.dataSource.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      expect(waiting).toBeGreaterThan(0);
-    }, 60_000, 20);
+    await expectEventually(
+      async () => {
+        // (not on the blocker's connection: inside a transaction, pg_stat_activity is read once)
+        const [{ waiting }] = await db.dataSource.query(
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        expect(waiting).toBeGreaterThan(0);
+      },
+      60_000,
+      20,
+    );
     return {
       topic,
       groupId,
@@ -118,7 +129,11 @@ describe('graceful shutdown (e2e, the built service against a real broker)', () 
       async consumerStopped() {
         const ready = `http://127.0.0.1:${service.port}/health/ready`;
         type Readiness = { checks?: { details?: { consumer?: { state?: string } } } };
-        await expectEventually(async () => expect(((await (await fetch(ready)).json()) as Readiness).checks?.details?.consumer?.state).toBe('stopped'), 20_000, 20);
+        await expectEventually(
+          async () => expect(((await (await fetch(ready)).json()) as Readiness).checks?.details?.consumer?.state).toBe('stopped'),
+          20_000,
+          20,
+        );
       },
       async release() {
         if (blocker.isTransactionActive) await blocker.rollbackTransaction();

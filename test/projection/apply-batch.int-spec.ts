@@ -55,7 +55,10 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
   it('given an applied event id, when it arrives again with different data and a later time, then the newer snapshot wins whatever the order', async () => {
     const first = txEvent({ id: 'same', time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-02-01T00:00:00Z' } });
     const second = txEvent({ id: 'same', time: '2024-06-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2030-01-01T00:00:00Z' } });
-    for (const [db, order] of [[a, [first, second]], [b, [second, first]]] as const) {
+    for (const [db, order] of [
+      [a, [first, second]],
+      [b, [second, first]],
+    ] as const) {
       await projectionSpec(() => db.dataSource)
         .given([order[0]])
         .when([order[1]])
@@ -69,7 +72,12 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
   it('given a newer snapshot stored, when an older one arrives, then only the first-event date of last resort may move', async () => {
     await projectionSpec(() => a.dataSource)
       .given([txEvent({ time: '2024-03-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-04-01T00:00:00Z' } })])
-      .when([txEvent({ time: '2024-02-01T00:00:00Z', data: { transactionId: 'apple:t1', expirationDate: '2024-03-01T00:00:00Z', purchaseDate: '2024-01-15T00:00:00Z' } })])
+      .when([
+        txEvent({
+          time: '2024-02-01T00:00:00Z',
+          data: { transactionId: 'apple:t1', expirationDate: '2024-03-01T00:00:00Z', purchaseDate: '2024-01-15T00:00:00Z' },
+        }),
+      ])
       .then(async (d) => {
         const [row] = await d.query(`SELECT expiration_date, purchase_date, occurred_at FROM read_model.transactions`);
         expect(row.expiration_date.toISOString()).toBe('2024-04-01T00:00:00.000Z');
@@ -83,23 +91,44 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
   it('given a stored transaction, when a newer snapshot changes its product, sandbox flag and day, then its filter count moves with it', async () => {
     const cells = async () =>
       a.dataSource.query(`SELECT product_id, platform, sandbox, day::text, n::int FROM read_model.transaction_filter_day_counts ORDER BY product_id, day`);
-    await applyBatch(a.dataSource, batch(toBuffers([
-      txEvent({ time: '2024-03-01T10:00:00Z', data: { transactionId: 'apple:t1', productId: 'apple:monthly', expirationDate: '2024-04-01T00:00:00Z' } }),
-      txEvent({ time: '2024-03-01T11:00:00Z', data: { transactionId: 'apple:t2', productId: 'apple:monthly', expirationDate: '2024-04-01T00:00:00Z' } }),
-    ])));
+    await applyBatch(
+      a.dataSource,
+      batch(
+        toBuffers([
+          txEvent({ time: '2024-03-01T10:00:00Z', data: { transactionId: 'apple:t1', productId: 'apple:monthly', expirationDate: '2024-04-01T00:00:00Z' } }),
+          txEvent({ time: '2024-03-01T11:00:00Z', data: { transactionId: 'apple:t2', productId: 'apple:monthly', expirationDate: '2024-04-01T00:00:00Z' } }),
+        ]),
+      ),
+    );
     expect(await cells()).toEqual([{ product_id: 'apple:monthly', platform: 'apple', sandbox: false, day: '2024-03-01', n: 2 }]);
     // the store corrects t1: another product, marked sandbox, bought the day before
-    await applyBatch(a.dataSource, batch(toBuffers([
-      txEvent({ time: '2024-03-05T00:00:00Z', data: { transactionId: 'apple:t1', productId: 'apple:yearly', sandbox: true, purchaseDate: '2024-02-29T08:00:00Z', expirationDate: '2025-02-28T00:00:00Z' } }),
-    ]), 2));
+    await applyBatch(
+      a.dataSource,
+      batch(
+        toBuffers([
+          txEvent({
+            time: '2024-03-05T00:00:00Z',
+            data: {
+              transactionId: 'apple:t1',
+              productId: 'apple:yearly',
+              sandbox: true,
+              purchaseDate: '2024-02-29T08:00:00Z',
+              expirationDate: '2025-02-28T00:00:00Z',
+            },
+          }),
+        ]),
+        2,
+      ),
+    );
     expect(await cells()).toEqual([
       { product_id: 'apple:monthly', platform: 'apple', sandbox: false, day: '2024-03-01', n: 1 },
       { product_id: 'apple:yearly', platform: 'apple', sandbox: true, day: '2024-02-29', n: 1 },
     ]);
     // an older snapshot of t2 (another product) loses: only its date of last resort moves, not its product
-    await applyBatch(a.dataSource, batch(toBuffers([
-      txEvent({ time: '2024-02-20T00:00:00Z', data: { transactionId: 'apple:t2', productId: 'apple:weekly' } }),
-    ]), 3));
+    await applyBatch(
+      a.dataSource,
+      batch(toBuffers([txEvent({ time: '2024-02-20T00:00:00Z', data: { transactionId: 'apple:t2', productId: 'apple:weekly' } })]), 3),
+    );
     expect(await cells()).toEqual([
       { product_id: 'apple:monthly', platform: 'apple', sandbox: false, day: '2024-02-20', n: 1 },
       { product_id: 'apple:yearly', platform: 'apple', sandbox: true, day: '2024-02-29', n: 1 },
@@ -114,12 +143,17 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
   it('a receipt moving between customers: the later link wins whatever the order; both customers stay', async () => {
     const older = linkEvent({ time: '2024-01-01T00:00:00Z', receiptId: 'apple:r1', user: 'ann' });
     const newer = linkEvent({ time: '2024-02-01T00:00:00Z', receiptId: 'apple:r1', user: 'bob' });
-    for (const [db, order] of [[a, [newer, older]], [b, [older, newer]]] as const) {
+    for (const [db, order] of [
+      [a, [newer, older]],
+      [b, [older, newer]],
+    ] as const) {
       await projectionSpec(() => db.dataSource)
         .given([order[0]])
         .when([order[1]])
         .then(async (d) => {
-          expect(await d.query(`SELECT receipt_id, application_username FROM read_model.receipts`)).toEqual([{ receipt_id: 'apple:r1', application_username: 'bob' }]);
+          expect(await d.query(`SELECT receipt_id, application_username FROM read_model.receipts`)).toEqual([
+            { receipt_id: 'apple:r1', application_username: 'bob' },
+          ]);
           const customers = await d.query(`SELECT application_username FROM read_model.customers ORDER BY first_seen_at`);
           expect(customers.map((c: { application_username: string }) => c.application_username)).toEqual(['ann', 'bob']);
         });
@@ -127,8 +161,15 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
   });
 
   it('given a stored snapshot, when the same event comes again from another producer, then nothing changes', async () => {
-    const event = txEvent({ id: 'e-dup', time: '2024-03-01T00:00:00Z', data: { transactionId: 'apple:t1', applicationUsername: 'ann', expirationDate: '2024-04-01T00:00:00Z' } });
-    await projectionSpec(() => a.dataSource).given([event]).when([event], { numberOfTimes: 3 }).thenNothingChanged();
+    const event = txEvent({
+      id: 'e-dup',
+      time: '2024-03-01T00:00:00Z',
+      data: { transactionId: 'apple:t1', applicationUsername: 'ann', expirationDate: '2024-04-01T00:00:00Z' },
+    });
+    await projectionSpec(() => a.dataSource)
+      .given([event])
+      .when([event], { numberOfTimes: 3 })
+      .thenNothingChanged();
   });
 
   it('keeps tenants separate even with identical ids', async () => {
@@ -140,7 +181,10 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
 
   it('dead-letters bad messages whole, with position and reason, and moves on', async () => {
     const good = toBuffers([txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:t1' } })]);
-    const bad = [Buffer.from('{"not": "an event"'), Buffer.from(JSON.stringify(txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'no-platform' } })))];
+    const bad = [
+      Buffer.from('{"not": "an event"'),
+      Buffer.from(JSON.stringify(txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'no-platform' } }))),
+    ];
     const outcome = await applyBatch(a.dataSource, batch([bad[0], ...good, bad[1]], 0, 2));
     expect(outcome).toMatchObject({ kind: 'applied', nextOffset: '3' });
     const rows = await a.dataSource.query(`SELECT topic, partition, "offset"::int AS offset, code, reason, value FROM public.dead_letters ORDER BY "offset"`);
@@ -164,8 +208,29 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
       a.dataSource.query(
         `SELECT end_day::text, product_id, renewal_intent, sum(n)::int AS n FROM read_model.customer_end_weeks WHERE grace_day = 'infinity' AND NOT billing_retry GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
       );
-    const buy = (id: string, receipt: string, user: string, productId: string, time: string, expirationDate: string, renewalIntent: string, purchaseId?: string) =>
-      txEvent({ time, data: { transactionId: `apple:${id}`, receiptId: `apple:${receipt}`, applicationUsername: user, productId, purchaseDate: time, expirationDate, renewalIntent, ...(purchaseId ? { purchaseId } : {}) } });
+    const buy = (
+      id: string,
+      receipt: string,
+      user: string,
+      productId: string,
+      time: string,
+      expirationDate: string,
+      renewalIntent: string,
+      purchaseId?: string,
+    ) =>
+      txEvent({
+        time,
+        data: {
+          transactionId: `apple:${id}`,
+          receiptId: `apple:${receipt}`,
+          applicationUsername: user,
+          productId,
+          purchaseDate: time,
+          expirationDate,
+          renewalIntent,
+          ...(purchaseId ? { purchaseId } : {}),
+        },
+      });
     let offset = 0;
     const apply = async (events: Record<string, unknown>[]) => {
       const values = toBuffers(events);
@@ -204,12 +269,25 @@ describe('applyBatch (integration, real PostgreSQL)', () => {
   it('concurrent batches of different partitions touching the same customers neither deadlock nor lose rows', async () => {
     const events = scenarioEvents({ seed: 4, customers: 60, apps: ['app-1'] });
     // the same customers named from every partition, in opposite orders
-    const links = (p: number) => events.filter((e) => e.type === 'transaction.updated').map((e, i) => linkEvent({ id: `l-${p}-${i}`, time: `2024-0${1 + p}-01T00:00:00Z`, receiptId: (e.data as { receiptId: string }).receiptId, user: `shared-${i % 7}` }));
+    const links = (p: number) =>
+      events
+        .filter((e) => e.type === 'transaction.updated')
+        .map((e, i) =>
+          linkEvent({
+            id: `l-${p}-${i}`,
+            time: `2024-0${1 + p}-01T00:00:00Z`,
+            receiptId: (e.data as { receiptId: string }).receiptId,
+            user: `shared-${i % 7}`,
+          }),
+        );
     const parts = [0, 1, 2, 3].map((p) => toBuffers(p % 2 ? links(p).reverse() : links(p)));
     for (let round = 0; round < 3; round++) {
       await Promise.all(parts.map((values, p) => applyBatch(a.dataSource, batch(values.slice(round * 20, round * 20 + 20), round * 20, p))));
     }
-    await projectFromScratch(b.dataSource, parts.flatMap((values) => values.slice(0, 60)));
+    await projectFromScratch(
+      b.dataSource,
+      parts.flatMap((values) => values.slice(0, 60)),
+    );
     const [x, y] = [await snapshotReadModels(a.dataSource), await snapshotReadModels(b.dataSource)];
     expect(x.receipts).toEqual(y.receipts);
     expect(x.customers).toEqual(y.customers);
@@ -221,7 +299,17 @@ describe('applyBatch input checks', () => {
     const db = await createTestDatabase('proj_order');
     try {
       const values = toBuffers(scenarioEvents({ seed: 5, customers: 2 }));
-      await expect(applyBatch(db.dataSource, { topic: 't', partition: 0, messages: [{ offset: '0', key: null, value: values[0] }, { offset: '10', key: null, value: values[1] }, { offset: '2', key: null, value: values[2] }] })).rejects.toThrow(/not in offset order/);
+      await expect(
+        applyBatch(db.dataSource, {
+          topic: 't',
+          partition: 0,
+          messages: [
+            { offset: '0', key: null, value: values[0] },
+            { offset: '10', key: null, value: values[1] },
+            { offset: '2', key: null, value: values[2] },
+          ],
+        }),
+      ).rejects.toThrow(/not in offset order/);
       expect(await countRows(db.dataSource, 'read_model.transactions')).toBe(0);
     } finally {
       await db.drop();

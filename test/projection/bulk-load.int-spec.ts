@@ -25,16 +25,42 @@ describe('rebuild bulk path (integration: CLI, real PostgreSQL, embedded log)', 
     const odd = ['tab\there', 'new\nline', 'back\\slash', '\\N', 'cr\rlf', 'ünï €😀', 'quote"\'', 'comma,semi;'];
     const events = odd.flatMap((text, i) => [
       {
-        specversion: '1.0', id: `odd-${i}\t\\`, source: 'test', type: 'transaction.updated', time: `2026-05-0${1 + (i % 9)}T10:00:00.123456Z`, appid: `app-${i % 2}`,
+        specversion: '1.0',
+        id: `odd-${i}\t\\`,
+        source: 'test',
+        type: 'transaction.updated',
+        time: `2026-05-0${1 + (i % 9)}T10:00:00.123456Z`,
+        appid: `app-${i % 2}`,
         data: {
-          transactionId: `apple:t-${i}\t\\`, receiptId: `apple:r-${i}\\N`, purchaseId: `apple:p-${i}`, productId: `apple:pro\t${i}`, platform: 'apple',
-          applicationUsername: `user ${text}`, purchaseDate: '2026-05-01T10:00:00Z', expirationDate: '2026-06-01T10:00:00Z',
-          renewalIntent: text, currency: 'EUR', amountMicros: 4_990_000 + i, amountUSD: 5.25,
+          transactionId: `apple:t-${i}\t\\`,
+          receiptId: `apple:r-${i}\\N`,
+          purchaseId: `apple:p-${i}`,
+          productId: `apple:pro\t${i}`,
+          platform: 'apple',
+          applicationUsername: `user ${text}`,
+          purchaseDate: '2026-05-01T10:00:00Z',
+          expirationDate: '2026-06-01T10:00:00Z',
+          renewalIntent: text,
+          currency: 'EUR',
+          amountMicros: 4_990_000 + i,
+          amountUSD: 5.25,
         },
       },
-      { specversion: '1.0', id: `link-${i}`, source: 'test', type: 'receipt.linked', time: '2026-05-20T00:00:00Z', appid: `app-${i % 2}`, data: { receiptId: `apple:r-${i}\\N`, applicationUsername: `owner ${text}` } },
+      {
+        specversion: '1.0',
+        id: `link-${i}`,
+        source: 'test',
+        type: 'receipt.linked',
+        time: '2026-05-20T00:00:00Z',
+        appid: `app-${i % 2}`,
+        data: { receiptId: `apple:r-${i}\\N`, applicationUsername: `owner ${text}` },
+      },
     ]);
-    await appendToEventLog(db.dataSource, topic, events.map((e) => ({ key: null, value: Buffer.from(JSON.stringify(e)) })));
+    await appendToEventLog(
+      db.dataSource,
+      topic,
+      events.map((e) => ({ key: null, value: Buffer.from(JSON.stringify(e)) })),
+    );
     const outcome = await applyBatch(db.dataSource, { topic, partition: 0, messages: await readEventLog(db.dataSource, topic, 0, '0', 1000) });
     expect(outcome).toMatchObject({ kind: 'applied', deadLetters: [] });
     const live = await snapshotReadModels(db.dataSource);

@@ -22,7 +22,8 @@ describe('poison events (integration, real PostgreSQL)', () => {
   });
 
   const control = { shouldContinue: () => true };
-  const events = (n: number) => Array.from({ length: n }, (_, i) => txEvent({ id: `e${i}`, time: '2024-01-01T00:00:00Z', data: { transactionId: `apple:t${i}` } }));
+  const events = (n: number) =>
+    Array.from({ length: n }, (_, i) => txEvent({ id: `e${i}`, time: '2024-01-01T00:00:00Z', data: { transactionId: `apple:t${i}` } }));
 
   it('splits a batch PostgreSQL refuses for one event, dead-letters that event with its error, applies the others', async () => {
     // stands in for whatever validation cannot foresee: PostgreSQL refuses this one row
@@ -30,9 +31,19 @@ describe('poison events (integration, real PostgreSQL)', () => {
     const outcome = await projector.apply({ topic: 'events', partition: 0, messages: messages(toBuffers(events(12))) }, control);
     expect(outcome).toMatchObject({ kind: 'applied', nextOffset: '12' });
     const ids = await db.dataSource.query(`SELECT transaction_id FROM read_model.transactions ORDER BY transaction_id`);
-    expect(ids.map((r: { transaction_id: string }) => r.transaction_id)).toEqual(
-      ['apple:t0', 'apple:t1', 'apple:t10', 'apple:t11', 'apple:t2', 'apple:t3', 'apple:t4', 'apple:t6', 'apple:t7', 'apple:t8', 'apple:t9'],
-    );
+    expect(ids.map((r: { transaction_id: string }) => r.transaction_id)).toEqual([
+      'apple:t0',
+      'apple:t1',
+      'apple:t10',
+      'apple:t11',
+      'apple:t2',
+      'apple:t3',
+      'apple:t4',
+      'apple:t6',
+      'apple:t7',
+      'apple:t8',
+      'apple:t9',
+    ]);
     const [dead] = await db.dataSource.query(`SELECT "offset"::int AS offset, code, reason, key FROM public.dead_letters`);
     expect(dead).toMatchObject({ offset: 5, code: 'projection_failed', reason: expect.stringContaining('no_poison'), key: Buffer.from([0x6b, 0, 0x79]) });
   });

@@ -15,9 +15,24 @@ jest.setTimeout(120_000);
 
 const topic = 'reused-ids';
 const T = '2026-05-01T10:00:00Z';
-const first = txEvent({ id: 'same', time: T, data: { transactionId: 'apple:t1', receiptId: 'apple:r1', applicationUsername: 'ann', purchaseDate: T, expirationDate: '2026-06-01T10:00:00Z' } });
+const first = txEvent({
+  id: 'same',
+  time: T,
+  data: { transactionId: 'apple:t1', receiptId: 'apple:r1', applicationUsername: 'ann', purchaseDate: T, expirationDate: '2026-06-01T10:00:00Z' },
+});
 // the same id and time, other data: another expiration, another username, another receipt link
-const other = txEvent({ id: 'same', time: T, data: { transactionId: 'apple:t1', receiptId: 'apple:r1', applicationUsername: 'bob', purchaseDate: T, expirationDate: '2027-05-01T10:00:00Z', renewalIntent: 'Lapse' } });
+const other = txEvent({
+  id: 'same',
+  time: T,
+  data: {
+    transactionId: 'apple:t1',
+    receiptId: 'apple:r1',
+    applicationUsername: 'bob',
+    purchaseDate: T,
+    expirationDate: '2027-05-01T10:00:00Z',
+    renewalIntent: 'Lapse',
+  },
+});
 const linkA = linkEvent({ id: 'link', time: T, receiptId: 'apple:r2', user: 'cid' });
 const linkB = linkEvent({ id: 'link', time: T, receiptId: 'apple:r2', user: 'dee' });
 
@@ -25,7 +40,9 @@ const linkB = linkEvent({ id: 'link', time: T, receiptId: 'apple:r2', user: 'dee
 async function publish(db: TestDatabase, events: unknown[]): Promise<void> {
   const values = events.map((e) => ({ key: null, value: Buffer.from(JSON.stringify(e)) }));
   await appendToEventLog(db.dataSource, topic, values);
-  const [{ next }] = await db.dataSource.query(`SELECT coalesce((SELECT next_offset FROM read_model.projection_offsets WHERE topic = $1), 0)::text AS next`, [topic]);
+  const [{ next }] = await db.dataSource.query(`SELECT coalesce((SELECT next_offset FROM read_model.projection_offsets WHERE topic = $1), 0)::text AS next`, [
+    topic,
+  ]);
   const outcome = await applyBatch(db.dataSource, { topic, partition: 0, messages: await readEventLog(db.dataSource, topic, 0, next, 1000) });
   expect(outcome).toMatchObject({ kind: 'applied', deadLetters: [] });
 }
@@ -75,7 +92,10 @@ describe('an event id applied again (integration: live path, rebuild and verify,
     expect(inA).toEqual(inB);
     // one snapshot won whole, not a mix of the two
     const [row] = inA.transactions as { expiration_date: Date; renewal_intent: string | null }[];
-    expect([['2026-06-01T10:00:00.000Z', null], ['2027-05-01T10:00:00.000Z', 'Lapse']]).toContainEqual([row.expiration_date.toISOString(), row.renewal_intent]);
+    expect([
+      ['2026-06-01T10:00:00.000Z', null],
+      ['2027-05-01T10:00:00.000Z', 'Lapse'],
+    ]).toContainEqual([row.expiration_date.toISOString(), row.renewal_intent]);
     // both usernames were named: both customers exist, whichever link won
     expect((inA.customers as { application_username: string }[]).map((c) => c.application_username).sort()).toEqual(['ann', 'bob', 'cid', 'dee']);
     await expectRebuildAgrees(a);

@@ -11,7 +11,8 @@ import { toBuffers } from '../utils/scenario.js';
 // on by itself) but reported: the partition is `stuck` with PostgreSQL's SQLSTATE, in one log line.
 
 const messages = (values: Buffer[]) => values.map((value, i) => ({ offset: String(i), key: null, value }));
-const events = (n: number) => toBuffers(Array.from({ length: n }, (_, i) => txEvent({ id: `e${i}`, time: '2024-01-01T00:00:00Z', data: { transactionId: `apple:t${i}` } })));
+const events = (n: number) =>
+  toBuffers(Array.from({ length: n }, (_, i) => txEvent({ id: `e${i}`, time: '2024-01-01T00:00:00Z', data: { transactionId: `apple:t${i}` } })));
 
 describe('a batch PostgreSQL keeps refusing (integration, real PostgreSQL)', () => {
   let db: TestDatabase;
@@ -26,7 +27,13 @@ describe('a batch PostgreSQL keeps refusing (integration, real PostgreSQL)', () 
     projector = new Projector(db.dataSource, observer, { eventTimeMaxSkewMs: 86_400_000 });
     lines = [];
     const keep = (level: string) => (message: unknown) => void lines.push({ level, message: message as Record<string, unknown> });
-    Logger.overrideLogger({ log: keep('log'), error: keep('error'), warn: keep('warn'), debug: keep('debug'), verbose: keep('verbose') } satisfies LoggerService);
+    Logger.overrideLogger({
+      log: keep('log'),
+      error: keep('error'),
+      warn: keep('warn'),
+      debug: keep('debug'),
+      verbose: keep('verbose'),
+    } satisfies LoggerService);
   });
   afterEach(async () => {
     Logger.overrideLogger(false);
@@ -49,7 +56,11 @@ describe('a batch PostgreSQL keeps refusing (integration, real PostgreSQL)', () 
       // the first failures may pass (another session lets go of its locks)
       await expectEventually(() => expect(projector.health()).toMatchObject({ state: 'retrying' }), 5_000, 20);
       expect(stuckLines()).toHaveLength(0);
-      await expectEventually(() => expect(projector.health()).toMatchObject({ state: 'stuck', stuck: [{ partition: 3, offset: '0', code: '53200', error: 'refused for the test' }] }), 10_000);
+      await expectEventually(
+        () =>
+          expect(projector.health()).toMatchObject({ state: 'stuck', stuck: [{ partition: 3, offset: '0', code: '53200', error: 'refused for the test' }] }),
+        10_000,
+      );
       expect(projector.health()?.reason).toContain('partition 3 at offset 0: 53200 refused for the test');
       // still retried, still one line
       const failed = failures;

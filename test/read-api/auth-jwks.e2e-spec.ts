@@ -26,7 +26,11 @@ describe('bearer tokens verified against a JWKS (e2e, separate process)', () => 
     jwks = http.createServer((_, res) => {
       jwksFetches++;
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ keys: [jwk(rsa.publicKey, 'rsa-1', 'RS256'), jwk(ec.publicKey, 'ec-1', 'ES256'), ...(rotated ? [jwk(rotated.publicKey, 'rsa-2', 'RS256')] : [])] }));
+      res.end(
+        JSON.stringify({
+          keys: [jwk(rsa.publicKey, 'rsa-1', 'RS256'), jwk(ec.publicKey, 'ec-1', 'ES256'), ...(rotated ? [jwk(rotated.publicKey, 'rsa-2', 'RS256')] : [])],
+        }),
+      );
     });
     await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
     const port = await freePort();
@@ -93,7 +97,14 @@ describe('a JWKS endpoint that does not answer (e2e, separate process)', () => {
     const [port, closed] = [await freePort(), await freePort()];
     jwksPort = closed;
     base = `http://127.0.0.1:${port}`;
-    service = startService({ PORT: String(port), DATABASE_URL: db.url, JWT_SECRET: undefined, JWT_JWKS_URI: `http://127.0.0.1:${closed}/jwks.json`, CONSUMER_ENABLED: 'false', LOG_LEVEL: 'warn' });
+    service = startService({
+      PORT: String(port),
+      DATABASE_URL: db.url,
+      JWT_SECRET: undefined,
+      JWT_JWKS_URI: `http://127.0.0.1:${closed}/jwks.json`,
+      CONSUMER_ENABLED: 'false',
+      LOG_LEVEL: 'warn',
+    });
     await expectEventually(async () => expect((await fetch(`${base}/health/live`)).status).toBe(200), 60_000, 250);
   }, 90_000);
   afterAll(async () => {
@@ -103,7 +114,11 @@ describe('a JWKS endpoint that does not answer (e2e, separate process)', () => {
 
   it('answers 401 without the fetch error (hosts and ports of the service network), and logs it', async () => {
     const key = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const response = await fetch(`${base}/v2/transactions`, { headers: { authorization: `Bearer ${jwt.sign({ app: 'app-1', scope: 'transactions:read' }, key.privateKey, { algorithm: 'RS256', keyid: 'k1', expiresIn: 60 })}` } });
+    const response = await fetch(`${base}/v2/transactions`, {
+      headers: {
+        authorization: `Bearer ${jwt.sign({ app: 'app-1', scope: 'transactions:read' }, key.privateKey, { algorithm: 'RS256', keyid: 'k1', expiresIn: 60 })}`,
+      },
+    });
     const text = await response.text();
     expect(response.status).toBe(401);
     expect(JSON.parse(text)).toMatchObject({ code: 'token_invalid', detail: 'The bearer token could not be verified.' });

@@ -20,23 +20,121 @@ const app = 'filters';
 
 const history = [
   // ann: a monthly until 11-01, renewing -> active
-  txEvent({ app, time: T('2026-01-01'), data: { transactionId: 'apple:ann-1', receiptId: 'apple:r-ann', applicationUsername: 'ann', productId: 'apple:pro_monthly', purchaseDate: T('2026-10-01'), expirationDate: T('2026-11-01'), renewalIntent: 'Renew' } }),
+  txEvent({
+    app,
+    time: T('2026-01-01'),
+    data: {
+      transactionId: 'apple:ann-1',
+      receiptId: 'apple:r-ann',
+      applicationUsername: 'ann',
+      productId: 'apple:pro_monthly',
+      purchaseDate: T('2026-10-01'),
+      expirationDate: T('2026-11-01'),
+      renewalIntent: 'Renew',
+    },
+  }),
   // ben: expired 10-10, in billing retry with a grace period until 10-26 -> grace_period
-  txEvent({ app, time: T('2026-01-02'), data: { transactionId: 'apple:ben-1', receiptId: 'apple:r-ben', applicationUsername: 'ben', productId: 'apple:pro_monthly', purchaseDate: T('2026-09-10'), expirationDate: T('2026-10-10'), renewalIntent: 'Renew', isBillingRetryPeriod: true, gracePeriodExpirationDate: T('2026-10-26') } }),
+  txEvent({
+    app,
+    time: T('2026-01-02'),
+    data: {
+      transactionId: 'apple:ben-1',
+      receiptId: 'apple:r-ben',
+      applicationUsername: 'ben',
+      productId: 'apple:pro_monthly',
+      purchaseDate: T('2026-09-10'),
+      expirationDate: T('2026-10-10'),
+      renewalIntent: 'Renew',
+      isBillingRetryPeriod: true,
+      gracePeriodExpirationDate: T('2026-10-26'),
+    },
+  }),
   // cat: expired 10-10, in billing retry without a grace period -> billing_retry
-  txEvent({ app, time: T('2026-01-03'), data: { transactionId: 'google:GPA.3333-0000..0', receiptId: 'google:tok-cat', applicationUsername: 'cat', productId: 'google:basic', purchaseDate: T('2026-09-10'), expirationDate: T('2026-10-10'), renewalIntent: 'Renew', isBillingRetryPeriod: true } }),
+  txEvent({
+    app,
+    time: T('2026-01-03'),
+    data: {
+      transactionId: 'google:GPA.3333-0000..0',
+      receiptId: 'google:tok-cat',
+      applicationUsername: 'cat',
+      productId: 'google:basic',
+      purchaseDate: T('2026-09-10'),
+      expirationDate: T('2026-10-10'),
+      renewalIntent: 'Renew',
+      isBillingRetryPeriod: true,
+    },
+  }),
   // dan: lapsed 10-01 -> expired
-  txEvent({ app, time: T('2026-01-04'), data: { transactionId: 'apple:dan-1', receiptId: 'apple:r-dan', applicationUsername: 'dan', productId: 'apple:basic', purchaseDate: T('2026-09-01'), expirationDate: T('2026-10-01'), renewalIntent: 'Lapse' } }),
+  txEvent({
+    app,
+    time: T('2026-01-04'),
+    data: {
+      transactionId: 'apple:dan-1',
+      receiptId: 'apple:r-dan',
+      applicationUsername: 'dan',
+      productId: 'apple:basic',
+      purchaseDate: T('2026-09-01'),
+      expirationDate: T('2026-10-01'),
+      renewalIntent: 'Lapse',
+    },
+  }),
   // eve: a yearly refunded 10-05 (Apple keeps the expiresDate) -> expired
-  txEvent({ app, time: T('2026-01-05'), data: { transactionId: 'apple:eve-1', receiptId: 'apple:r-eve', applicationUsername: 'eve', productId: 'apple:pro_yearly', purchaseDate: T('2026-01-05'), expirationDate: T('2027-01-05'), renewalIntent: 'Lapse', revocationDate: T('2026-10-05'), isExpired: true, cancelationReason: 'Customer' } }),
+  txEvent({
+    app,
+    time: T('2026-01-05'),
+    data: {
+      transactionId: 'apple:eve-1',
+      receiptId: 'apple:r-eve',
+      applicationUsername: 'eve',
+      productId: 'apple:pro_yearly',
+      purchaseDate: T('2026-01-05'),
+      expirationDate: T('2027-01-05'),
+      renewalIntent: 'Lapse',
+      revocationDate: T('2026-10-05'),
+      isExpired: true,
+      cancelationReason: 'Customer',
+    },
+  }),
   // fay: only a pending purchase -> none
-  txEvent({ app, time: T('2026-01-06'), data: { transactionId: 'google:GPA.6666-0000', receiptId: 'google:tok-fay', applicationUsername: 'fay', purchaseDate: T('2026-10-14'), expirationDate: T('2026-11-14'), isPending: true } }),
+  txEvent({
+    app,
+    time: T('2026-01-06'),
+    data: {
+      transactionId: 'google:GPA.6666-0000',
+      receiptId: 'google:tok-fay',
+      applicationUsername: 'fay',
+      purchaseDate: T('2026-10-14'),
+      expirationDate: T('2026-11-14'),
+      isPending: true,
+    },
+  }),
   // gil: a receipt without transactions -> none
   linkEvent({ app, time: T('2026-01-07'), receiptId: 'apple:r-gil', user: 'gil' }),
   // hal: access ends at the very instant asked -> expired at NOW, active a millisecond before
-  txEvent({ app, time: T('2026-01-08'), data: { transactionId: 'apple:hal-1', receiptId: 'apple:r-hal', applicationUsername: 'hal', productId: 'apple:pro_monthly', purchaseDate: T('2026-09-15'), expirationDate: NOW } }),
+  txEvent({
+    app,
+    time: T('2026-01-08'),
+    data: {
+      transactionId: 'apple:hal-1',
+      receiptId: 'apple:r-hal',
+      applicationUsername: 'hal',
+      productId: 'apple:pro_monthly',
+      purchaseDate: T('2026-09-15'),
+      expirationDate: NOW,
+    },
+  }),
   // another tenant's paying customer is never counted
-  txEvent({ app: 'other', time: T('2026-01-01'), data: { transactionId: 'apple:zed-1', receiptId: 'apple:r-zed', applicationUsername: 'zed', purchaseDate: T('2026-10-01'), expirationDate: T('2026-11-01') } }),
+  txEvent({
+    app: 'other',
+    time: T('2026-01-01'),
+    data: {
+      transactionId: 'apple:zed-1',
+      receiptId: 'apple:r-zed',
+      applicationUsername: 'zed',
+      purchaseDate: T('2026-10-01'),
+      expirationDate: T('2026-11-01'),
+    },
+  }),
 ];
 
 describe('GET /v2/customers filters (e2e, real PostgreSQL, clock set by the test)', () => {
@@ -126,9 +224,20 @@ describe('GET /v2/customers filters (e2e, real PostgreSQL, clock set by the test
     // again with a revocationDate when the purchaser turns sharing off or leaves the family.
     const family = 'family';
     const familyToken = api.token(family, ['customers:read']);
-    const shared = { transactionId: 'apple:kim-1', receiptId: 'apple:r-kim', purchaseId: 'apple:kim-1', applicationUsername: 'kim', productId: 'apple:pro_yearly', purchaseDate: T('2026-06-01'), expirationDate: T('2027-06-01'), renewalIntent: 'Renew', ownershipType: 'FAMILY_SHARED' };
+    const shared = {
+      transactionId: 'apple:kim-1',
+      receiptId: 'apple:r-kim',
+      purchaseId: 'apple:kim-1',
+      applicationUsername: 'kim',
+      productId: 'apple:pro_yearly',
+      purchaseDate: T('2026-06-01'),
+      expirationDate: T('2027-06-01'),
+      renewalIntent: 'Renew',
+      ownershipType: 'FAMILY_SHARED',
+    };
     await project(db.dataSource, [txEvent({ app: family, time: T('2026-06-01'), data: shared })]);
-    const status = async (s: string) => (await api.get(`/v2/customers?status=${s}`, familyToken)).body.rows.map((r: { applicationUsername: string }) => r.applicationUsername);
+    const status = async (s: string) =>
+      (await api.get(`/v2/customers?status=${s}`, familyToken)).body.rows.map((r: { applicationUsername: string }) => r.applicationUsername);
     expect(await status('active')).toEqual(['kim']);
     await project(db.dataSource, [txEvent({ app: family, time: T('2026-10-10'), data: { ...shared, revocationDate: T('2026-10-10'), isExpired: true } })]);
     expect(await status('active')).toEqual([]);
@@ -183,8 +292,14 @@ describe('GET /v2/customers filters (e2e, real PostgreSQL, clock set by the test
     expect(await ask(`expiresBefore=${NOW}&skip=1`)).toEqual({ names: ['dan', 'eve'], paging: { skip: 1, limit: 100, total: 3 } });
     expect(await ask('expiresBefore=2026-10-15T12:00:00.001Z&skip=3')).toEqual({ names: ['hal'], paging: { skip: 3, limit: 100, total: 4 } });
     // both bounds on hal's day, then on no one's
-    expect(await ask('expiresAfter=2026-10-15T11:59:59.999Z&expiresBefore=2026-10-15T12:00:00.001Z')).toEqual({ names: ['hal'], paging: { skip: 0, limit: 100, total: 1 } });
-    expect(await ask('expiresAfter=2026-10-15T11:59:59.999Z&expiresBefore=2026-10-15T12:00:00.001Z&skip=1')).toEqual({ names: [], paging: { skip: 1, limit: 100, total: 1 } });
+    expect(await ask('expiresAfter=2026-10-15T11:59:59.999Z&expiresBefore=2026-10-15T12:00:00.001Z')).toEqual({
+      names: ['hal'],
+      paging: { skip: 0, limit: 100, total: 1 },
+    });
+    expect(await ask('expiresAfter=2026-10-15T11:59:59.999Z&expiresBefore=2026-10-15T12:00:00.001Z&skip=1')).toEqual({
+      names: [],
+      paging: { skip: 1, limit: 100, total: 1 },
+    });
     expect(await ask('expiresAfter=2026-10-02&expiresBefore=2026-10-05')).toEqual({ names: [], paging: { skip: 0, limit: 100, total: 0 } });
     expect(await ask('expiresAfter=2026-10-01&skip=4&limit=1')).toEqual({ names: ['eve'], paging: { skip: 4, limit: 1, total: 6 } });
     expect(await ask('expiresAfter=2026-10-01&skip=9&limit=0')).toEqual({ names: [], paging: { skip: 9, limit: 0, total: 6 } });
@@ -193,18 +308,27 @@ describe('GET /v2/customers filters (e2e, real PostgreSQL, clock set by the test
   it('an expiry bound with a status, intent or product: pages from the middle, with access ends and grace starts on the day of the instant asked', async () => {
     // at 10-15 12:00: ann active (ends 11-01), ben in grace (10-10 to 10-26), cat billing_retry (ended 10-10), dan expired
     // (10-01, Lapse), eve expired (10-05, Lapse), hal expired at 12:00 (its access end is the instant's day)
-    expect(await ask('status=active,grace_period&expiresBefore=2026-11-01T00:00:00.001Z&skip=1')).toEqual({ names: ['ben'], paging: { skip: 1, limit: 100, total: 2 } });
+    expect(await ask('status=active,grace_period&expiresBefore=2026-11-01T00:00:00.001Z&skip=1')).toEqual({
+      names: ['ben'],
+      paging: { skip: 1, limit: 100, total: 2 },
+    });
     expect(await ask('status=expired&expiresAfter=2026-10-05T00:00:00.000Z&skip=1')).toEqual({ names: ['hal'], paging: { skip: 1, limit: 100, total: 2 } });
     expect(await ask('status=grace_period&expiresAfter=2026-10-01')).toEqual({ names: ['ben'], paging: { skip: 0, limit: 100, total: 1 } });
     expect(await ask('renewalIntent=Lapse&expiresAfter=2026-10-02')).toEqual({ names: ['eve'], paging: { skip: 0, limit: 100, total: 1 } });
     expect(await ask('productId=apple:pro_monthly&expiresBefore=2026-10-27&skip=1')).toEqual({ names: ['hal'], paging: { skip: 1, limit: 100, total: 2 } });
-    expect(await ask('status=billing_retry,expired&expiresBefore=2026-10-10T00:00:00.001Z&skip=2&limit=1')).toEqual({ names: ['eve'], paging: { skip: 2, limit: 1, total: 3 } });
+    expect(await ask('status=billing_retry,expired&expiresBefore=2026-10-10T00:00:00.001Z&skip=2&limit=1')).toEqual({
+      names: ['eve'],
+      paging: { skip: 2, limit: 1, total: 3 },
+    });
     expect(await ask('status=none&expiresAfter=2000-01-01')).toEqual({ names: [], paging: { skip: 0, limit: 100, total: 0 } });
     // at 10-10 12:00 ben's grace started and cat's access ended that day; hal is active until 10-15
     clock.at = new Date('2026-10-10T12:00:00.000Z');
     expect(await ask('status=grace_period&expiresAfter=2026-10-01')).toEqual({ names: ['ben'], paging: { skip: 0, limit: 100, total: 1 } });
     expect(await ask('status=active&expiresAfter=2026-10-01&skip=1')).toEqual({ names: ['hal'], paging: { skip: 1, limit: 100, total: 2 } });
-    expect(await ask('status=billing_retry,grace_period&expiresBefore=2026-10-26T00:00:00.001Z&skip=1')).toEqual({ names: ['cat'], paging: { skip: 1, limit: 100, total: 2 } });
+    expect(await ask('status=billing_retry,grace_period&expiresBefore=2026-10-26T00:00:00.001Z&skip=1')).toEqual({
+      names: ['cat'],
+      paging: { skip: 1, limit: 100, total: 2 },
+    });
     // a millisecond before ben's grace starts, he is active
     clock.at = new Date('2026-10-09T23:59:59.999Z');
     expect(await ask('status=active&expiresAfter=2026-10-01')).toEqual({ names: ['ann', 'ben', 'cat', 'hal'], paging: { skip: 0, limit: 100, total: 4 } });

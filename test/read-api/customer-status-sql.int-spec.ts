@@ -42,10 +42,16 @@ describe('status predicates in SQL = customerStatus (real PostgreSQL)', () => {
           [app, rows.map((r) => r.expirationDate), rows.map((r) => r.graceFrom), rows.map((r) => r.billingRetry)],
         );
         for (const statement of recountCustomerCellsSql('read_model')) await db.dataSource.query(statement);
-        const instants = rows.flatMap((r) => [r.expirationDate, r.graceFrom]).filter((d): d is Date => d !== null).flatMap((d) => [-1, 0, 1].map((ms) => new Date(d.getTime() + ms)));
+        const instants = rows
+          .flatMap((r) => [r.expirationDate, r.graceFrom])
+          .filter((d): d is Date => d !== null)
+          .flatMap((d) => [-1, 0, 1].map((ms) => new Date(d.getTime() + ms)));
         for (const now of [new Date(base), ...instants]) {
           const where = filterConditions({ statuses }, now, 2);
-          const found = (await db.dataSource.query(`SELECT application_username AS name FROM read_model.customers WHERE app_id = $1${where.sql}`, [app, ...where.params])) as { name: string }[];
+          const found = (await db.dataSource.query(`SELECT application_username AS name FROM read_model.customers WHERE app_id = $1${where.sql}`, [
+            app,
+            ...where.params,
+          ])) as { name: string }[];
           const expected = rows.flatMap((r, i) => (statuses.includes(customerStatus(r, now)) ? [`c${i + 1}`] : []));
           expect(found.map((f) => f.name).sort()).toEqual(expected.sort());
           // the total of a status page: the count cells decided on their days, plus the rows of the instant's day

@@ -16,15 +16,49 @@ describe('GET /v2/customers (e2e, real PostgreSQL)', () => {
     token = api.token('app-1', ['customers:read']);
     await project(db.dataSource, [
       // alice: a monthly subscription renewed once (second transaction holds the latest expiration)
-      txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:a1', receiptId: 'apple:ra', applicationUsername: 'alice', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2024-02-01T00:00:00Z', renewalIntent: 'Renew' } }),
-      txEvent({ time: '2024-02-01T00:00:00Z', data: { transactionId: 'apple:a2', receiptId: 'apple:ra', purchaseDate: '2024-01-01T00:00:00Z', lastRenewalDate: '2024-02-01T00:00:00Z', expirationDate: inDays(30), renewalIntent: 'Lapse' } }),
+      txEvent({
+        time: '2024-01-01T00:00:00Z',
+        data: {
+          transactionId: 'apple:a1',
+          receiptId: 'apple:ra',
+          applicationUsername: 'alice',
+          purchaseDate: '2024-01-01T00:00:00Z',
+          expirationDate: '2024-02-01T00:00:00Z',
+          renewalIntent: 'Renew',
+        },
+      }),
+      txEvent({
+        time: '2024-02-01T00:00:00Z',
+        data: {
+          transactionId: 'apple:a2',
+          receiptId: 'apple:ra',
+          purchaseDate: '2024-01-01T00:00:00Z',
+          lastRenewalDate: '2024-02-01T00:00:00Z',
+          expirationDate: inDays(30),
+          renewalIntent: 'Lapse',
+        },
+      }),
       // bob: expiration in the future but refunded (isExpired) -> not active
-      txEvent({ time: '2024-01-02T00:00:00Z', data: { transactionId: 'google:b1', platform: 'google', receiptId: 'google:rb', applicationUsername: 'bob', purchaseDate: '2024-01-02T00:00:00Z', expirationDate: inDays(10), isExpired: true } }),
+      txEvent({
+        time: '2024-01-02T00:00:00Z',
+        data: {
+          transactionId: 'google:b1',
+          platform: 'google',
+          receiptId: 'google:rb',
+          applicationUsername: 'bob',
+          purchaseDate: '2024-01-02T00:00:00Z',
+          expirationDate: inDays(10),
+          isExpired: true,
+        },
+      }),
       // "doe, john": linked but no transactions yet
       linkEvent({ time: '2024-01-03T00:00:00Z', receiptId: 'apple:rj', user: 'doe, john' }),
       // carol: her receipt later moves to dave -> carol stays, empty
       linkEvent({ time: '2024-01-04T00:00:00Z', receiptId: 'apple:rc', user: 'carol' }),
-      txEvent({ time: '2024-01-04T00:00:00Z', data: { transactionId: 'apple:c1', receiptId: 'apple:rc', purchaseDate: '2024-01-04T00:00:00Z', expirationDate: '2024-02-04T00:00:00Z' } }),
+      txEvent({
+        time: '2024-01-04T00:00:00Z',
+        data: { transactionId: 'apple:c1', receiptId: 'apple:rc', purchaseDate: '2024-01-04T00:00:00Z', expirationDate: '2024-02-04T00:00:00Z' },
+      }),
       linkEvent({ time: '2024-01-05T00:00:00Z', receiptId: 'apple:rc', user: 'dave' }),
       // another tenant with the same username
       linkEvent({ app: 'app-2', time: '2023-12-31T00:00:00Z', receiptId: 'apple:zz', user: 'alice' }),
@@ -69,14 +103,27 @@ describe('GET /v2/customers (e2e, real PostgreSQL)', () => {
 
   it('evaluates activeSubscriber at request time: it turns false when the expiration passes, with no new event', async () => {
     await project(db.dataSource, [
-      txEvent({ time: '2024-06-01T00:00:00Z', data: { transactionId: 'apple:e1', receiptId: 'apple:re', applicationUsername: 'erin', purchaseDate: '2024-06-01T00:00:00Z', expirationDate: new Date(Date.now() + 1500).toISOString() } }),
+      txEvent({
+        time: '2024-06-01T00:00:00Z',
+        data: {
+          transactionId: 'apple:e1',
+          receiptId: 'apple:re',
+          applicationUsername: 'erin',
+          purchaseDate: '2024-06-01T00:00:00Z',
+          expirationDate: new Date(Date.now() + 1500).toISOString(),
+        },
+      }),
     ]);
     const before = await api.get('/v2/customers?applicationUsername=erin', token);
     expect(before.body.rows[0].customerInfo.activeSubscriber).toBe(true);
-    await expectEventually(async () => {
-      const after = await api.get('/v2/customers?applicationUsername=erin', token);
-      expect(after.body.rows[0].customerInfo.activeSubscriber).toBe(false);
-    }, 10_000, 250);
+    await expectEventually(
+      async () => {
+        const after = await api.get('/v2/customers?applicationUsername=erin', token);
+        expect(after.body.rows[0].customerInfo.activeSubscriber).toBe(false);
+      },
+      10_000,
+      250,
+    );
   });
 
   it('pages by skip/limit; concatenated pages give every customer exactly once', async () => {
@@ -124,7 +171,10 @@ describe('GET /v2/customers (e2e, real PostgreSQL)', () => {
 
   it('keeps tenants apart', async () => {
     const res = await api.get('/v2/customers', api.token('app-2', ['customers:read']));
-    expect(res.body).toEqual({ rows: [{ applicationUsername: 'alice', customerInfo: {}, receiptIds: ['apple:zz'] }], paging: { skip: 0, limit: 100, total: 1 } });
+    expect(res.body).toEqual({
+      rows: [{ applicationUsername: 'alice', customerInfo: {}, receiptIds: ['apple:zz'] }],
+      paging: { skip: 0, limit: 100, total: 1 },
+    });
   });
 
   it('requires a token (401) with the customers:read scope and an app claim (403)', async () => {

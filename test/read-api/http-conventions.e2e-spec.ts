@@ -28,7 +28,12 @@ describe('HTTP conventions (e2e): compression, CORS, HOST', () => {
     db = await createTestDatabase('http_conventions');
     await project(
       db.dataSource,
-      Array.from({ length: 300 }, (_, i) => txEvent({ time: '2026-01-01T00:00:00Z', data: { transactionId: `apple:t${i}`, purchaseDate: '2026-01-01T00:00:00Z', applicationUsername: `u${i % 40}` } })),
+      Array.from({ length: 300 }, (_, i) =>
+        txEvent({
+          time: '2026-01-01T00:00:00Z',
+          data: { transactionId: `apple:t${i}`, purchaseDate: '2026-01-01T00:00:00Z', applicationUsername: `u${i % 40}` },
+        }),
+      ),
     );
     api = await startTestApp({ databaseUrl: db.url });
     cors = await startTestApp({ databaseUrl: db.url, env: { CORS_ORIGINS: 'https://app.example.com, http://localhost:5173' } });
@@ -56,7 +61,10 @@ describe('HTTP conventions (e2e): compression, CORS, HOST', () => {
 
   it('answers CORS preflights only for the configured origins, and not at all by default', async () => {
     const preflight = (base: string, origin: string) =>
-      fetch(`${base}/v2/customers`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } });
+      fetch(`${base}/v2/customers`, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      });
     const allowed = await preflight(cors.baseUrl, 'https://app.example.com');
     expect(allowed.status).toBe(204);
     expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
@@ -86,10 +94,19 @@ describe('HTTP conventions (e2e): compression, CORS, HOST', () => {
     ];
     for (const [path, headers, status] of cases) {
       const res = await raw(api.baseUrl + path, headers);
-      expect({ path: path.slice(0, 60), status: res.status, nosniff: res.headers['x-content-type-options'], cache: res.headers['cache-control'] }).toEqual({ path: path.slice(0, 60), status, nosniff: 'nosniff', cache: 'no-store' });
+      expect({ path: path.slice(0, 60), status: res.status, nosniff: res.headers['x-content-type-options'], cache: res.headers['cache-control'] }).toEqual({
+        path: path.slice(0, 60),
+        status,
+        nosniff: 'nosniff',
+        cache: 'no-store',
+      });
     }
     const post = await fetch(`${api.baseUrl}/v2/customers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-    expect({ status: post.status, nosniff: post.headers.get('x-content-type-options'), cache: post.headers.get('cache-control') }).toEqual({ status: 405, nosniff: 'nosniff', cache: 'no-store' });
+    expect({ status: post.status, nosniff: post.headers.get('x-content-type-options'), cache: post.headers.get('cache-control') }).toEqual({
+      status: 405,
+      nosniff: 'nosniff',
+      cache: 'no-store',
+    });
     // Not HTTP at all: Node's parser refuses it and the service's raw answer carries them too.
     const garbage = await new Promise<string>((resolve) => {
       const socket = connect(Number(new URL(api.baseUrl).port), '127.0.0.1', () => socket.write('NOT HTTP\r\n\r\n'));

@@ -64,7 +64,9 @@ describe('paging through the day-count index equals brute-force SQL (e2e)', () =
       );
       const res = await api.get(`/v2/customers?skip=${skip}&limit=${limit}`, token);
       expect(res.body.paging).toEqual({ skip, limit, total: n });
-      expect(res.body.rows.map((r: { applicationUsername: string }) => r.applicationUsername)).toEqual(expected.map((r: { application_username: string }) => r.application_username));
+      expect(res.body.rows.map((r: { applicationUsername: string }) => r.applicationUsername)).toEqual(
+        expected.map((r: { application_username: string }) => r.application_username),
+      );
     }
   });
 

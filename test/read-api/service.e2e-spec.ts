@@ -17,7 +17,14 @@ describe('the service on embedded defaults (e2e, separate process)', () => {
     chmodSync(dataDir, 0o755);
     const [port, pgPort] = await freePorts(2);
     base = `http://127.0.0.1:${port}`;
-    service = startService({ PORT: String(port), DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: undefined, LOG_LEVEL: 'info', NODE_ENV: 'development' });
+    service = startService({
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: String(pgPort),
+      JWT_SECRET: undefined,
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'development',
+    });
     await expectEventually(async () => expect((await fetch(`${base}/health/ready`)).status).toBe(200), 60_000, 250);
   }, 90_000);
 

@@ -29,7 +29,9 @@ describe('HTTP surface: errors, OpenAPI, health (e2e)', () => {
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/v2/customers', '/v2/transactions']));
     const params = res.body.paths['/v2/transactions'].get.parameters.map((p: { name: string }) => p.name);
     expect(params).toEqual(expect.arrayContaining(['skip', 'limit', 'startdate', 'enddate']));
-    expect(res.body.paths['/v2/transactions'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/TransactionPage' });
+    expect(res.body.paths['/v2/transactions'].get.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/TransactionPage',
+    });
     const row = res.body.components.schemas.Transaction;
     expect(row.properties).toMatchObject({
       gracePeriodExpirationDate: { type: 'string', format: 'date-time' },

@@ -10,16 +10,101 @@ const app = 'tx-filters';
 
 const history = [
   // An Apple subscription: original 1000001, renewals 1000002 and 1000003 (purchaseId = the original)
-  txEvent({ app, time: T('2026-08-01'), data: { transactionId: 'apple:1000001', purchaseId: 'apple:1000001', receiptId: 'apple:1000001', productId: 'apple:pro_monthly', purchaseDate: T('2026-08-01'), expirationDate: T('2026-09-01'), sandbox: false } }),
-  txEvent({ app, time: T('2026-09-01'), data: { transactionId: 'apple:1000002', purchaseId: 'apple:1000001', receiptId: 'apple:1000001', productId: 'apple:pro_monthly', purchaseDate: T('2026-08-01'), lastRenewalDate: T('2026-09-01'), expirationDate: T('2026-10-01'), sandbox: false } }),
-  txEvent({ app, time: T('2026-10-01'), data: { transactionId: 'apple:1000003', purchaseId: 'apple:1000001', receiptId: 'apple:1000001', productId: 'apple:pro_yearly', purchaseDate: T('2026-08-01'), lastRenewalDate: T('2026-10-01'), expirationDate: T('2027-10-01'), sandbox: false } }),
+  txEvent({
+    app,
+    time: T('2026-08-01'),
+    data: {
+      transactionId: 'apple:1000001',
+      purchaseId: 'apple:1000001',
+      receiptId: 'apple:1000001',
+      productId: 'apple:pro_monthly',
+      purchaseDate: T('2026-08-01'),
+      expirationDate: T('2026-09-01'),
+      sandbox: false,
+    },
+  }),
+  txEvent({
+    app,
+    time: T('2026-09-01'),
+    data: {
+      transactionId: 'apple:1000002',
+      purchaseId: 'apple:1000001',
+      receiptId: 'apple:1000001',
+      productId: 'apple:pro_monthly',
+      purchaseDate: T('2026-08-01'),
+      lastRenewalDate: T('2026-09-01'),
+      expirationDate: T('2026-10-01'),
+      sandbox: false,
+    },
+  }),
+  txEvent({
+    app,
+    time: T('2026-10-01'),
+    data: {
+      transactionId: 'apple:1000003',
+      purchaseId: 'apple:1000001',
+      receiptId: 'apple:1000001',
+      productId: 'apple:pro_yearly',
+      purchaseDate: T('2026-08-01'),
+      lastRenewalDate: T('2026-10-01'),
+      expirationDate: T('2027-10-01'),
+      sandbox: false,
+    },
+  }),
   // A Google subscription: order GPA.1111-2222-3333-44444 then its renewal ..0
-  txEvent({ app, time: T('2026-08-15'), data: { transactionId: 'google:GPA.1111-2222-3333-44444', purchaseId: 'google:GPA.1111-2222-3333-44444', receiptId: 'google:tok-1', productId: 'google:basic', purchaseDate: T('2026-08-15'), expirationDate: T('2026-09-15'), sandbox: true } }),
-  txEvent({ app, time: T('2026-09-15'), data: { transactionId: 'google:GPA.1111-2222-3333-44444..0', purchaseId: 'google:GPA.1111-2222-3333-44444', receiptId: 'google:tok-1', productId: 'google:basic', purchaseDate: T('2026-08-15'), lastRenewalDate: T('2026-09-15'), expirationDate: T('2026-10-15'), sandbox: true } }),
+  txEvent({
+    app,
+    time: T('2026-08-15'),
+    data: {
+      transactionId: 'google:GPA.1111-2222-3333-44444',
+      purchaseId: 'google:GPA.1111-2222-3333-44444',
+      receiptId: 'google:tok-1',
+      productId: 'google:basic',
+      purchaseDate: T('2026-08-15'),
+      expirationDate: T('2026-09-15'),
+      sandbox: true,
+    },
+  }),
+  txEvent({
+    app,
+    time: T('2026-09-15'),
+    data: {
+      transactionId: 'google:GPA.1111-2222-3333-44444..0',
+      purchaseId: 'google:GPA.1111-2222-3333-44444',
+      receiptId: 'google:tok-1',
+      productId: 'google:basic',
+      purchaseDate: T('2026-08-15'),
+      lastRenewalDate: T('2026-09-15'),
+      expirationDate: T('2026-10-15'),
+      sandbox: true,
+    },
+  }),
   // An unrelated Apple purchase without a sandbox flag
-  txEvent({ app, time: T('2026-09-20'), data: { transactionId: 'apple:2000001', purchaseId: 'apple:2000001', receiptId: 'apple:2000001', productId: 'apple:pro_monthly', purchaseDate: T('2026-09-20'), expirationDate: T('2026-10-20') } }),
+  txEvent({
+    app,
+    time: T('2026-09-20'),
+    data: {
+      transactionId: 'apple:2000001',
+      purchaseId: 'apple:2000001',
+      receiptId: 'apple:2000001',
+      productId: 'apple:pro_monthly',
+      purchaseDate: T('2026-09-20'),
+      expirationDate: T('2026-10-20'),
+    },
+  }),
   // Another tenant's row of the same chain id is never seen
-  txEvent({ app: 'other', time: T('2026-08-01'), data: { transactionId: 'apple:1000001', purchaseId: 'apple:1000001', receiptId: 'apple:1000001', productId: 'apple:pro_monthly', purchaseDate: T('2026-08-01'), expirationDate: T('2026-09-01') } }),
+  txEvent({
+    app: 'other',
+    time: T('2026-08-01'),
+    data: {
+      transactionId: 'apple:1000001',
+      purchaseId: 'apple:1000001',
+      receiptId: 'apple:1000001',
+      productId: 'apple:pro_monthly',
+      purchaseDate: T('2026-08-01'),
+      expirationDate: T('2026-09-01'),
+    },
+  }),
 ];
 
 describe('GET /v2/transactions filters (e2e, real PostgreSQL)', () => {
@@ -59,7 +144,7 @@ describe('GET /v2/transactions filters (e2e, real PostgreSQL)', () => {
     expect(await ask('transactionId=apple:999')).toEqual({ ids: [], total: 0 });
   });
 
-  it('an id without its store prefix, as the stores\' consoles show it, finds the same rows', async () => {
+  it("an id without its store prefix, as the stores' consoles show it, finds the same rows", async () => {
     expect(await ask('transactionId=1000003')).toEqual({ ids: appleChain, total: 3 });
     expect(await ask('purchaseId=1000001')).toEqual({ ids: appleChain, total: 3 });
     expect(await ask(`transactionId=${encodeURIComponent('GPA.1111-2222-3333-44444..0')}`)).toEqual({ ids: googleChain, total: 2 });
@@ -96,7 +181,12 @@ describe('GET /v2/transactions filters (e2e, real PostgreSQL)', () => {
       ['17', 'google:GPA.5555-0000-0000-00002', 'google:basic'],
       ['21', 'apple:3000004', 'apple:pro_monthly'],
     ];
-    await project(db.dataSource, rows.map(([hour, transactionId, productId]) => txEvent({ app: day, time: at(hour), data: { transactionId, productId, purchaseDate: at(hour), expirationDate: '2026-12-02T00:00:00.000Z' } })));
+    await project(
+      db.dataSource,
+      rows.map(([hour, transactionId, productId]) =>
+        txEvent({ app: day, time: at(hour), data: { transactionId, productId, purchaseDate: at(hour), expirationDate: '2026-12-02T00:00:00.000Z' } }),
+      ),
+    );
     const dayToken = api.token(day, ['transactions:read']);
     const askDay = async (query: string) => {
       const res = await api.get(`/v2/transactions?${query}`, dayToken);

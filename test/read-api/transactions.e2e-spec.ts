@@ -14,10 +14,27 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
     api = await startTestApp({ databaseUrl: db.url });
     token = api.token('app-1', ['transactions:read']);
     await project(db.dataSource, [
-      txEvent({ time: '2024-01-10T00:00:00Z', data: { transactionId: 'apple:t3', purchaseDate: '2024-01-10T00:00:00Z', expirationDate: '2024-02-10T00:00:00Z', amountUSD: 9.99, amountMicros: 9990000, currency: 'USD', sandbox: false } }),
-      txEvent({ time: '2024-01-05T00:00:00Z', data: { transactionId: 'apple:t1', purchaseDate: '2024-01-05T00:00:00.123Z', priceUSD: 4.99, priceMicros: 4990000, isTrialPeriod: true } }),
+      txEvent({
+        time: '2024-01-10T00:00:00Z',
+        data: {
+          transactionId: 'apple:t3',
+          purchaseDate: '2024-01-10T00:00:00Z',
+          expirationDate: '2024-02-10T00:00:00Z',
+          amountUSD: 9.99,
+          amountMicros: 9990000,
+          currency: 'USD',
+          sandbox: false,
+        },
+      }),
+      txEvent({
+        time: '2024-01-05T00:00:00Z',
+        data: { transactionId: 'apple:t1', purchaseDate: '2024-01-05T00:00:00.123Z', priceUSD: 4.99, priceMicros: 4990000, isTrialPeriod: true },
+      }),
       txEvent({ time: '2024-01-05T00:00:00Z', data: { transactionId: 'apple:t2', purchaseDate: '2024-01-05T00:00:00.123Z' } }),
-      txEvent({ time: '2024-03-01T00:00:00Z', data: { transactionId: 'google:t4', platform: 'google', purchaseDate: '2024-03-01T00:00:00Z', renewalIntent: 'Renew' } }),
+      txEvent({
+        time: '2024-03-01T00:00:00Z',
+        data: { transactionId: 'google:t4', platform: 'google', purchaseDate: '2024-03-01T00:00:00Z', renewalIntent: 'Renew' },
+      }),
       txEvent({ app: 'app-2', time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:other-tenant', purchaseDate: '2024-01-01T00:00:00Z' } }),
       linkEvent({ time: '2024-01-10T00:00:00Z', receiptId: 'apple:r-apple:t3', user: 'alice' }),
     ]);
@@ -37,7 +54,7 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
     expect(res.body.paging).toEqual({ skip: 0, limit: 100, total: 4 });
   });
 
-  it('never shows another application\'s rows', async () => {
+  it("never shows another application's rows", async () => {
     const res = await api.get('/v2/transactions', api.token('app-2', ['transactions:read']));
     expect(ids(res.body)).toEqual(['apple:other-tenant']);
     expect(res.body.paging.total).toBe(1);
@@ -123,7 +140,15 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
 
   it('keeps a transaction in place when later snapshots (renewals) of its purchase arrive', async () => {
     await project(db.dataSource, [
-      txEvent({ time: '2024-02-10T00:00:00Z', data: { transactionId: 'apple:t3', purchaseDate: '2024-01-10T00:00:00Z', lastRenewalDate: '2024-02-10T00:00:00Z', expirationDate: '2024-03-10T00:00:00Z' } }),
+      txEvent({
+        time: '2024-02-10T00:00:00Z',
+        data: {
+          transactionId: 'apple:t3',
+          purchaseDate: '2024-01-10T00:00:00Z',
+          lastRenewalDate: '2024-02-10T00:00:00Z',
+          expirationDate: '2024-03-10T00:00:00Z',
+        },
+      }),
     ]);
     const res = await api.get('/v2/transactions', token);
     expect(ids(res.body)).toEqual(['apple:t1', 'apple:t2', 'apple:t3', 'google:t4']);
@@ -149,12 +174,23 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
       expect((await api.get('/v2/transactions', expired)).body).toMatchObject({ status: 401, code: 'token_expired' });
     });
     it('401 for garbage, saying what is wrong with the token', async () => {
-      expect((await api.get('/v2/transactions', 'not.a.jwt')).body).toMatchObject({ status: 401, code: 'token_invalid', detail: 'The bearer token is not a JWT: its header is not base64url-encoded JSON.' });
-      expect((await api.get('/v2/transactions', 'garbage')).body).toMatchObject({ detail: 'The bearer token is not a JWT: expected three base64url parts, header.payload.signature.' });
+      expect((await api.get('/v2/transactions', 'not.a.jwt')).body).toMatchObject({
+        status: 401,
+        code: 'token_invalid',
+        detail: 'The bearer token is not a JWT: its header is not base64url-encoded JSON.',
+      });
+      expect((await api.get('/v2/transactions', 'garbage')).body).toMatchObject({
+        detail: 'The bearer token is not a JWT: expected three base64url parts, header.payload.signature.',
+      });
       const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"app":"app-1"}').toString('base64url')}.`;
-      expect((await api.get('/v2/transactions', none)).body.detail).toBe('The bearer token is signed with "none"; tokens must be signed with HS256 (JWT_SECRET) or RS256/ES256 (JWT_JWKS_URI).');
+      expect((await api.get('/v2/transactions', none)).body.detail).toBe(
+        'The bearer token is signed with "none"; tokens must be signed with HS256 (JWT_SECRET) or RS256/ES256 (JWT_JWKS_URI).',
+      );
       const wrongKey = jwt.sign({ app: 'app-1', scope: 'transactions:read' }, 'another-secret-that-is-long-enough-for-hs256', { expiresIn: 60 });
-      expect((await api.get('/v2/transactions', wrongKey)).body).toMatchObject({ code: 'token_invalid', detail: 'The bearer token was rejected: invalid signature.' });
+      expect((await api.get('/v2/transactions', wrongKey)).body).toMatchObject({
+        code: 'token_invalid',
+        detail: 'The bearer token was rejected: invalid signature.',
+      });
     });
     it('403 insufficient_scope when the scope is missing', async () => {
       const res = await api.get('/v2/transactions', api.token('app-1', ['customers:read']));
@@ -174,7 +210,11 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
     it('refuses a token it accepted before, once that token has expired', async () => {
       const shortLived = jwt.sign({ app: 'app-1', scope: 'transactions:read', exp: Math.floor(Date.now() / 1000) + 2 }, TEST_SECRET);
       expect((await api.get('/v2/transactions', shortLived)).status).toBe(200);
-      await expectEventually(async () => expect((await api.get('/v2/transactions', shortLived)).body).toMatchObject({ status: 401, code: 'token_expired' }), 10_000, 200);
+      await expectEventually(
+        async () => expect((await api.get('/v2/transactions', shortLived)).body).toMatchObject({ status: 401, code: 'token_expired' }),
+        10_000,
+        200,
+      );
     });
     it('403 app_claim_missing when the token names no application', async () => {
       const noApp = jwt.sign({ scope: 'transactions:read' }, TEST_SECRET, { expiresIn: 60 });

@@ -32,9 +32,28 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
   });
 
   const fixture = (app = 'app-1') => [
-    txEvent({ app, time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:a', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice' } }),
-    txEvent({ app, time: '2024-01-02T00:00:00Z', data: { transactionId: 'apple:b', purchaseDate: '2024-01-02T00:00:00Z', expirationDate: '2024-02-02T00:00:00Z', applicationUsername: 'bob' } }),
-    txEvent({ app, time: '2024-01-03T00:00:00Z', data: { transactionId: 'google:c', purchaseDate: '2024-01-03T00:00:00Z', applicationUsername: 'carol', isExpired: true, cancelationReason: 'Customer', revocationDate: '2024-01-10T00:00:00Z' } }),
+    txEvent({
+      app,
+      time: '2024-01-01T00:00:00Z',
+      data: { transactionId: 'apple:a', purchaseDate: '2024-01-01T00:00:00Z', expirationDate: '2099-01-01T00:00:00Z', applicationUsername: 'alice' },
+    }),
+    txEvent({
+      app,
+      time: '2024-01-02T00:00:00Z',
+      data: { transactionId: 'apple:b', purchaseDate: '2024-01-02T00:00:00Z', expirationDate: '2024-02-02T00:00:00Z', applicationUsername: 'bob' },
+    }),
+    txEvent({
+      app,
+      time: '2024-01-03T00:00:00Z',
+      data: {
+        transactionId: 'google:c',
+        purchaseDate: '2024-01-03T00:00:00Z',
+        applicationUsername: 'carol',
+        isExpired: true,
+        cancelationReason: 'Customer',
+        revocationDate: '2024-01-10T00:00:00Z',
+      },
+    }),
     linkEvent({ app, time: '2024-01-04T00:00:00Z', receiptId: 'apple:r-apple:b', user: 'dave' }),
   ];
 
@@ -65,7 +84,9 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
 
     // Reads really come from the standby: paused, it does not see a write the primary has.
     await db.pause(0);
-    await project(db.dataSource, [txEvent({ time: '2024-01-05T00:00:00Z', data: { transactionId: 'apple:e', purchaseDate: '2024-01-05T00:00:00Z', applicationUsername: 'erin' } })]);
+    await project(db.dataSource, [
+      txEvent({ time: '2024-01-05T00:00:00Z', data: { transactionId: 'apple:e', purchaseDate: '2024-01-05T00:00:00Z', applicationUsername: 'erin' } }),
+    ]);
     expect((await primary.get('/v2/customers?limit=0', token)).body.paging.total).toBe(5);
     expect((await replica1.get('/v2/customers?limit=0', token)).body.paging.total).toBe(4);
     await db.resume(0);
@@ -83,7 +104,20 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
     const batch = (partition: number, transactionId: string, user: string, day: string) => ({
       topic: 'p',
       partition,
-      messages: [{ offset: '0', key: null, value: Buffer.from(JSON.stringify(txEvent({ time: `${day}T00:00:00Z`, data: { transactionId, purchaseDate: `${day}T00:00:00Z`, expirationDate: `${day}T12:00:00Z`, applicationUsername: user } }))) }],
+      messages: [
+        {
+          offset: '0',
+          key: null,
+          value: Buffer.from(
+            JSON.stringify(
+              txEvent({
+                time: `${day}T00:00:00Z`,
+                data: { transactionId, purchaseDate: `${day}T00:00:00Z`, expirationDate: `${day}T12:00:00Z`, applicationUsername: user },
+              }),
+            ),
+          ),
+        },
+      ],
     });
     const held = applyBatch(db.dataSource, batch(0, 'apple:held', 'held', '2024-01-01'), {
       beforeCommit: async () => {
@@ -97,7 +131,10 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
     await db.caughtUp();
     const token = replica1.token('app-1');
     const received = { transactions: new Map<string, Row>(), customers: new Map<string, Row>() };
-    const cursors = { transactions: await drainFeed(replica1, token, 'transactions', '0', received.transactions), customers: await drainFeed(replica1, token, 'customers', '0', received.customers) };
+    const cursors = {
+      transactions: await drainFeed(replica1, token, 'transactions', '0', received.transactions),
+      customers: await drainFeed(replica1, token, 'customers', '0', received.customers),
+    };
     expect([...received.transactions.keys(), ...received.customers.keys()]).toEqual([]);
     release();
     await held;
@@ -110,8 +147,12 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
 
   it('a cursor from the primary on a standby further behind: empty pages with the same cursor until it catches up, never a customer erased since', async () => {
     // Two batches: alice's row comes after bob's in change order, past the cursor the client will hold.
-    await project(db.dataSource, [txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:b', purchaseDate: '2024-01-01T00:00:00Z', applicationUsername: 'bob' } })]);
-    await project(db.dataSource, [txEvent({ time: '2024-01-02T00:00:00Z', data: { transactionId: 'apple:a', purchaseDate: '2024-01-02T00:00:00Z', applicationUsername: 'alice' } })]);
+    await project(db.dataSource, [
+      txEvent({ time: '2024-01-01T00:00:00Z', data: { transactionId: 'apple:b', purchaseDate: '2024-01-01T00:00:00Z', applicationUsername: 'bob' } }),
+    ]);
+    await project(db.dataSource, [
+      txEvent({ time: '2024-01-02T00:00:00Z', data: { transactionId: 'apple:a', purchaseDate: '2024-01-02T00:00:00Z', applicationUsername: 'alice' } }),
+    ]);
     await db.caughtUp();
     await db.pause(0);
     await project(db.dataSource, [erasureEvent('app-1', 'alice', '2024-01-03T00:00:00Z')]);
@@ -137,11 +178,16 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
       await db.caughtUp();
       await expectEventually(async () => expect((await bounded.get('/health/ready')).status).toBe(200));
       await db.pause(0);
-      await project(db.dataSource, [txEvent({ time: '2024-01-05T00:00:00Z', data: { transactionId: 'apple:e', purchaseDate: '2024-01-05T00:00:00Z', applicationUsername: 'erin' } })]);
+      await project(db.dataSource, [
+        txEvent({ time: '2024-01-05T00:00:00Z', data: { transactionId: 'apple:e', purchaseDate: '2024-01-05T00:00:00Z', applicationUsername: 'erin' } }),
+      ]);
       await expectEventually(async () => {
         const ready = await bounded.get('/health/ready');
         expect(ready.status).toBe(503);
-        expect(ready.body.checks.details.replicas).toMatchObject({ status: 'down', replicas: [{ replica: 1, inRotation: false, lagSeconds: expect.any(Number) }] });
+        expect(ready.body.checks.details.replicas).toMatchObject({
+          status: 'down',
+          replicas: [{ replica: 1, inRotation: false, lagSeconds: expect.any(Number) }],
+        });
         expect(ready.body.checks.details.replicas.replicas[0].lagSeconds).toBeGreaterThan(1);
         const metrics = (await bounded.get('/metrics')).body as string;
         expect(Number(/subscription_records_database_replica_lag_seconds\{replica="1"\} (\S+)/.exec(metrics)?.[1])).toBeGreaterThan(1);
@@ -171,7 +217,10 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
       replay: fc.constantFrom(undefined, undefined, 'pause', 'resume'),
       standby: fc.integer({ min: 0, max: 1 }),
     });
-    const history = fc.record({ steps: fc.array(step, { minLength: 4, maxLength: 30 }), route: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 16, maxLength: 16 }) });
+    const history = fc.record({
+      steps: fc.array(step, { minLength: 4, maxLength: 30 }),
+      route: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 16, maxLength: 16 }),
+    });
     let round = 0;
     await fc.assert(
       fc.asyncProperty(history, async ({ steps, route }) => {
@@ -225,13 +274,17 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
         await db.caughtUp();
         // Drained wherever the route goes: every server now stands where the primary does.
         for (const listing of ['customers', 'transactions'] as const) {
-          for (let r = await read(listing, cursors[listing], seen[listing]); r.rows > 0; ) r = await read(listing, r.next, seen[listing]);
+          for (let r = await read(listing, cursors[listing], seen[listing]); r.rows > 0;) r = await read(listing, r.next, seen[listing]);
         }
         expect(seen.transactions).toEqual(await listAll(primary, token, 'transactions'));
         expect(seen.customers).toEqual(await listAll(primary, token, 'customers'));
       }),
       // No shrinking: each shrunk run may wait out a pause's 30 s, and the test's timeout would hide the failure.
-      { numRuns: Number(process.env.REPLICA_FEED_RUNS ?? 8), seed: process.env.REPLICA_FEED_SEED ? Number(process.env.REPLICA_FEED_SEED) : undefined, endOnFailure: true },
+      {
+        numRuns: Number(process.env.REPLICA_FEED_RUNS ?? 8),
+        seed: process.env.REPLICA_FEED_SEED ? Number(process.env.REPLICA_FEED_SEED) : undefined,
+        endOnFailure: true,
+      },
     );
   });
 });

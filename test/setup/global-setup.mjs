@@ -90,7 +90,12 @@ async function startServices() {
   } finally {
     await replicas;
   }
-  const kafka = process.env.TEST_READS === 'standby' ? 'none (reads from standbys)' : process.env.KAFKA_BROKERS ? 'from KAFKA_BROKERS' : `broker at ${process.env.TEST_KAFKA_BROKERS}`;
+  const kafka =
+    process.env.TEST_READS === 'standby'
+      ? 'none (reads from standbys)'
+      : process.env.KAFKA_BROKERS
+        ? 'from KAFKA_BROKERS'
+        : `broker at ${process.env.TEST_KAFKA_BROKERS}`;
   console.log(`\n[test setup] PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, Kafka ${kafka} (${Date.now() - started} ms)`);
 }
 

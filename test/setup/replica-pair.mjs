@@ -29,7 +29,9 @@ export async function replicaBinaries(databaseUrl) {
     const version = spawnSync(path.join(dir, 'postgres'), ['--version'], { encoding: 'utf8' }).stdout ?? '';
     if (new RegExp(`\\) ${major}\\.`).test(version) && existsSync(path.join(dir, 'initdb'))) return dir;
   }
-  throw new Error(`the read-replica tests need the PostgreSQL ${major} server binaries (initdb, pg_ctl, postgres) of DATABASE_URL's server; looked in ${candidates.join(', ')}`);
+  throw new Error(
+    `the read-replica tests need the PostgreSQL ${major} server binaries (initdb, pg_ctl, postgres) of DATABASE_URL's server; looked in ${candidates.join(', ')}`,
+  );
 }
 
 /**
@@ -44,7 +46,8 @@ export async function startReplicaPair({ bindir, root, ports, standbys = 2, sett
   const asPostgres = postgresUser();
   const own = (p) => asPostgres && chownSync(p, asPostgres.uid, asPostgres.gid);
   own(dir);
-  const run = (bin, args) => execFileSync(path.join(bindir, bin), args, { stdio: ['ignore', 'pipe', 'pipe'], ...(asPostgres ?? {}), env: { ...process.env, LC_ALL: 'C' } });
+  const run = (bin, args) =>
+    execFileSync(path.join(bindir, bin), args, { stdio: ['ignore', 'pipe', 'pipe'], ...(asPostgres ?? {}), env: { ...process.env, LC_ALL: 'C' } });
   const started = [];
   const stop = async () => {
     for (const d of started.reverse()) {

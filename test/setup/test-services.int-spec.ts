@@ -14,11 +14,15 @@ it('a set-up that fails after starting PostgreSQL stops it and removes its direc
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'sr-setup-'));
   chmodSync(tmp, 0o755); // as root the embedded server runs as `postgres`, which must enter it
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: tmp, JAVA_HOME: '/nonexistent-java' };
-  const child = spawn(process.execPath, ['--input-type=module', '-e', "const { default: setup } = await import('./test/setup/global-setup.mjs'); await setup();"], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', "const { default: setup } = await import('./test/setup/global-setup.mjs'); await setup();"],
+    {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   child.stdout.on('data', (c) => (output += c));
   child.stderr.on('data', (c) => (output += c));
@@ -27,7 +31,9 @@ it('a set-up that fails after starting PostgreSQL stops it and removes its direc
   expect(code).not.toBe(0);
   // PostgreSQL had been started in a directory under TMPDIR: gone, and no server runs from it.
   expect(readdirSync(tmp)).toEqual([]);
-  const running = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((line) => line.includes(tmp));
+  const running = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((line) => line.includes(tmp));
   expect(running).toEqual([]);
 });
 

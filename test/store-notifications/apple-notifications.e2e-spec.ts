@@ -46,17 +46,47 @@ function tx(user: string, sub: string, o: { id: string; purchased: string; expir
   };
 }
 
-const renewalInfo = (sub: string, o: Tx = {}) => ({ originalTransactionId: sub, productId: 'pro_monthly', autoRenewProductId: 'pro_monthly', autoRenewStatus: 1, signedDate: ms('2026-01-01T00:00:00Z'), environment: 'Sandbox', ...o });
+const renewalInfo = (sub: string, o: Tx = {}) => ({
+  originalTransactionId: sub,
+  productId: 'pro_monthly',
+  autoRenewProductId: 'pro_monthly',
+  autoRenewStatus: 1,
+  signedDate: ms('2026-01-01T00:00:00Z'),
+  environment: 'Sandbox',
+  ...o,
+});
 
-function notification(type: string, subtype: string | undefined, signedDate: string, t?: Tx, r?: Tx, o: { signer?: AppleTestCa; bundleId?: string; environment?: string } = {}) {
+function notification(
+  type: string,
+  subtype: string | undefined,
+  signedDate: string,
+  t?: Tx,
+  r?: Tx,
+  o: { signer?: AppleTestCa; bundleId?: string; environment?: string } = {},
+) {
   const signer = o.signer ?? ca;
   const data: Tx = { bundleId: o.bundleId ?? BUNDLE, bundleVersion: '1.0', environment: o.environment ?? 'Sandbox', status: 1 };
-  if (t) data.signedTransactionInfo = signAppleJws(signer, { ...t, bundleId: o.bundleId ?? BUNDLE, environment: o.environment ?? 'Sandbox', signedDate: ms(signedDate) });
+  if (t)
+    data.signedTransactionInfo = signAppleJws(signer, {
+      ...t,
+      bundleId: o.bundleId ?? BUNDLE,
+      environment: o.environment ?? 'Sandbox',
+      signedDate: ms(signedDate),
+    });
   if (r) data.signedRenewalInfo = signAppleJws(signer, { ...r, environment: o.environment ?? 'Sandbox', signedDate: ms(signedDate) });
-  return { signedPayload: signAppleJws(signer, { notificationType: type, ...(subtype ? { subtype } : {}), notificationUUID: randomUUID(), version: '2.0', signedDate: ms(signedDate), data }) };
+  return {
+    signedPayload: signAppleJws(signer, {
+      notificationType: type,
+      ...(subtype ? { subtype } : {}),
+      notificationUUID: randomUUID(),
+      version: '2.0',
+      signedDate: ms(signedDate),
+      data,
+    }),
+  };
 }
 
-describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded log, Apple\'s verifier)', () => {
+describe("App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded log, Apple's verifier)", () => {
   let db: TestDatabase;
   let api: TestApp;
   let token: string;
@@ -67,7 +97,11 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     api = await startTestApp({
       databaseUrl: db.url,
       clock,
-      env: { CONSUMER_ENABLED: 'true', APPLE_ROOT_CERTIFICATES: writeTempFile('apple-root.pem', new X509Certificate(ca.root).toString()), APPLE_APPS: `app-1:${BUNDLE}:Sandbox` },
+      env: {
+        CONSUMER_ENABLED: 'true',
+        APPLE_ROOT_CERTIFICATES: writeTempFile('apple-root.pem', new X509Certificate(ca.root).toString()),
+        APPLE_APPS: `app-1:${BUNDLE}:Sandbox`,
+      },
     });
     token = api.token('app-1');
   });
@@ -77,11 +111,13 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
   });
 
   const post = (body: unknown, app = 'app-1') =>
-    fetch(`${api.baseUrl}/v2/notifications/apple/${app}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({
-      status: r.status,
-      headers: r.headers,
-      body: (await r.json()) as any,
-    }));
+    fetch(`${api.baseUrl}/v2/notifications/apple/${app}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+      async (r) => ({
+        status: r.status,
+        headers: r.headers,
+        body: (await r.json()) as any,
+      }),
+    );
   const logSize = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log`))[0].n);
   const caughtUp = () => embeddedLogCaughtUp(db.dataSource);
   const customer = async (user: string) => (await api.get(`/v2/customers?applicationUsername=${user}`, token)).body.rows[0];
@@ -97,16 +133,53 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
   it('SUBSCRIBED initial buy, then DID_RENEW: active until the renewal expires; the renewal is its own transaction at its charge date', async () => {
     const u = randomUUID();
     await send(
-      notification('SUBSCRIBED', 'INITIAL_BUY', '2026-05-01T00:00:00Z', tx(u, 's1', { id: 's1', purchased: '2026-05-01T00:00:00Z', expires: '2026-06-01T00:00:00Z', offerType: 1, offerDiscountType: 'FREE_TRIAL' }), renewalInfo('s1')),
-      notification('DID_RENEW', undefined, '2026-06-01T00:00:05Z', tx(u, 's1', { id: 's1-2', purchased: '2026-06-01T00:00:00Z', original: '2026-05-01T00:00:00Z', expires: '2026-07-01T00:00:00Z', transactionReason: 'RENEWAL' }), renewalInfo('s1')),
+      notification(
+        'SUBSCRIBED',
+        'INITIAL_BUY',
+        '2026-05-01T00:00:00Z',
+        tx(u, 's1', { id: 's1', purchased: '2026-05-01T00:00:00Z', expires: '2026-06-01T00:00:00Z', offerType: 1, offerDiscountType: 'FREE_TRIAL' }),
+        renewalInfo('s1'),
+      ),
+      notification(
+        'DID_RENEW',
+        undefined,
+        '2026-06-01T00:00:05Z',
+        tx(u, 's1', {
+          id: 's1-2',
+          purchased: '2026-06-01T00:00:00Z',
+          original: '2026-05-01T00:00:00Z',
+          expires: '2026-07-01T00:00:00Z',
+          transactionReason: 'RENEWAL',
+        }),
+        renewalInfo('s1'),
+      ),
     );
     expect(await customer(u)).toEqual({
       applicationUsername: u,
-      customerInfo: { expirationDate: '2026-07-01T00:00:00.000Z', lastPurchaseDate: '2026-06-01T00:00:00.000Z', lastRenewalDate: '2026-06-01T00:00:00.000Z', renewalIntent: 'Renew', activeSubscriber: true },
+      customerInfo: {
+        expirationDate: '2026-07-01T00:00:00.000Z',
+        lastPurchaseDate: '2026-06-01T00:00:00.000Z',
+        lastRenewalDate: '2026-06-01T00:00:00.000Z',
+        renewalIntent: 'Renew',
+        activeSubscriber: true,
+      },
       receiptIds: ['apple:s1'],
     });
-    expect(await transaction('apple:s1')).toMatchObject({ purchaseId: 'apple:s1', productId: 'apple:pro_monthly', receiptId: 'apple:s1', sandbox: true, isTrialPeriod: true, isIntroPeriod: false, amountMicros: 4990000, currency: 'USD' });
-    expect(await transaction('apple:s1-2')).toMatchObject({ purchaseDate: '2026-05-01T00:00:00.000Z', lastRenewalDate: '2026-06-01T00:00:00.000Z', expirationDate: '2026-07-01T00:00:00.000Z' });
+    expect(await transaction('apple:s1')).toMatchObject({
+      purchaseId: 'apple:s1',
+      productId: 'apple:pro_monthly',
+      receiptId: 'apple:s1',
+      sandbox: true,
+      isTrialPeriod: true,
+      isIntroPeriod: false,
+      amountMicros: 4990000,
+      currency: 'USD',
+    });
+    expect(await transaction('apple:s1-2')).toMatchObject({
+      purchaseDate: '2026-05-01T00:00:00.000Z',
+      lastRenewalDate: '2026-06-01T00:00:00.000Z',
+      expirationDate: '2026-07-01T00:00:00.000Z',
+    });
     const june = await api.get('/v2/transactions?startdate=2026-06-01T00:00:00Z&enddate=2026-06-02T00:00:00Z', token);
     expect(june.body.rows.map((t: Tx) => t.transactionId)).toContain('apple:s1-2');
   });
@@ -125,13 +198,27 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     const tg = tx(g, 's3', { id: 's3', purchased: '2026-05-12T00:00:00Z', expires: '2026-06-12T00:00:00Z' });
     const tn = tx(n, 's4', { id: 's4', purchased: '2026-05-12T00:00:00Z', expires: '2026-06-12T00:00:00Z' });
     await send(
-      notification('DID_FAIL_TO_RENEW', 'GRACE_PERIOD', '2026-06-12T00:00:10Z', tg, renewalInfo('s3', { isInBillingRetryPeriod: true, gracePeriodExpiresDate: ms('2026-06-28T00:00:00Z') })),
+      notification(
+        'DID_FAIL_TO_RENEW',
+        'GRACE_PERIOD',
+        '2026-06-12T00:00:10Z',
+        tg,
+        renewalInfo('s3', { isInBillingRetryPeriod: true, gracePeriodExpiresDate: ms('2026-06-28T00:00:00Z') }),
+      ),
       notification('DID_FAIL_TO_RENEW', undefined, '2026-06-12T00:00:10Z', tn, renewalInfo('s4', { isInBillingRetryPeriod: true })),
     );
     expect((await customer(g)).customerInfo).toMatchObject({ expirationDate: '2026-06-28T00:00:00.000Z', activeSubscriber: true });
     expect(await transaction('apple:s3')).toMatchObject({ isBillingRetryPeriod: true, gracePeriodExpirationDate: '2026-06-28T00:00:00.000Z' });
     expect((await customer(n)).customerInfo).toMatchObject({ expirationDate: '2026-06-12T00:00:00.000Z', activeSubscriber: false });
-    await send(notification('GRACE_PERIOD_EXPIRED', undefined, '2026-06-14T00:00:00Z', tg, renewalInfo('s3', { isInBillingRetryPeriod: true, gracePeriodExpiresDate: ms('2026-06-28T00:00:00Z') })));
+    await send(
+      notification(
+        'GRACE_PERIOD_EXPIRED',
+        undefined,
+        '2026-06-14T00:00:00Z',
+        tg,
+        renewalInfo('s3', { isInBillingRetryPeriod: true, gracePeriodExpiresDate: ms('2026-06-28T00:00:00Z') }),
+      ),
+    );
     expect((await customer(g)).customerInfo).toMatchObject({ activeSubscriber: false });
   });
 
@@ -140,15 +227,51 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     const t = tx(u, 's5', { id: 's5', purchased: '2026-04-01T00:00:00Z', expires: '2026-05-01T00:00:00Z' });
     await send(notification('EXPIRED', 'VOLUNTARY', '2026-05-01T00:00:05Z', t, renewalInfo('s5', { autoRenewStatus: 0, expirationIntent: 1 })));
     expect((await customer(u)).customerInfo).toMatchObject({ activeSubscriber: false, renewalIntent: 'Lapse' });
-    await send(notification('SUBSCRIBED', 'RESUBSCRIBE', '2026-06-02T00:00:00Z', tx(u, 's5', { id: 's5-2', purchased: '2026-06-02T00:00:00Z', original: '2026-04-01T00:00:00Z', expires: '2026-07-02T00:00:00Z' }), renewalInfo('s5')));
-    expect((await customer(u)).customerInfo).toMatchObject({ activeSubscriber: true, expirationDate: '2026-07-02T00:00:00.000Z', lastRenewalDate: '2026-06-02T00:00:00.000Z' });
+    await send(
+      notification(
+        'SUBSCRIBED',
+        'RESUBSCRIBE',
+        '2026-06-02T00:00:00Z',
+        tx(u, 's5', { id: 's5-2', purchased: '2026-06-02T00:00:00Z', original: '2026-04-01T00:00:00Z', expires: '2026-07-02T00:00:00Z' }),
+        renewalInfo('s5'),
+      ),
+    );
+    expect((await customer(u)).customerInfo).toMatchObject({
+      activeSubscriber: true,
+      expirationDate: '2026-07-02T00:00:00.000Z',
+      lastRenewalDate: '2026-06-02T00:00:00.000Z',
+    });
   });
 
   it('REFUND and REVOKE end access at the revocation, even with an expiry ahead', async () => {
     const [a, b] = [randomUUID(), randomUUID()];
     await send(
-      notification('REFUND', undefined, '2026-06-05T00:00:00Z', tx(a, 's6', { id: 's6', purchased: '2026-06-01T00:00:00Z', expires: '2027-06-01T00:00:00Z', revocationDate: ms('2026-06-05T00:00:00Z'), revocationReason: 1 }), renewalInfo('s6', { autoRenewStatus: 0 })),
-      notification('REVOKE', undefined, '2026-06-06T00:00:00Z', tx(b, 's7', { id: 's7', purchased: '2026-06-01T00:00:00Z', expires: '2027-06-01T00:00:00Z', revocationDate: ms('2026-06-06T00:00:00Z'), revocationReason: 0, inAppOwnershipType: 'FAMILY_SHARED' })),
+      notification(
+        'REFUND',
+        undefined,
+        '2026-06-05T00:00:00Z',
+        tx(a, 's6', {
+          id: 's6',
+          purchased: '2026-06-01T00:00:00Z',
+          expires: '2027-06-01T00:00:00Z',
+          revocationDate: ms('2026-06-05T00:00:00Z'),
+          revocationReason: 1,
+        }),
+        renewalInfo('s6', { autoRenewStatus: 0 }),
+      ),
+      notification(
+        'REVOKE',
+        undefined,
+        '2026-06-06T00:00:00Z',
+        tx(b, 's7', {
+          id: 's7',
+          purchased: '2026-06-01T00:00:00Z',
+          expires: '2027-06-01T00:00:00Z',
+          revocationDate: ms('2026-06-06T00:00:00Z'),
+          revocationReason: 0,
+          inAppOwnershipType: 'FAMILY_SHARED',
+        }),
+      ),
     );
     expect((await customer(a)).customerInfo).toMatchObject({ expirationDate: '2026-06-05T00:00:00.000Z', activeSubscriber: false });
     expect(await transaction('apple:s6')).toMatchObject({ revocationDate: '2026-06-05T00:00:00.000Z', cancelationReason: 'Developer', isExpired: true });
@@ -157,10 +280,37 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
 
   it('DID_CHANGE_RENEWAL_PREF upgrade: the replaced yearly stops driving the summary; the new monthly does', async () => {
     const u = randomUUID();
-    await send(notification('SUBSCRIBED', 'INITIAL_BUY', '2026-01-10T00:00:00Z', tx(u, 's8', { id: 's8', productId: 'pro_yearly', purchased: '2026-01-10T00:00:00Z', expires: '2027-01-10T00:00:00Z' }), renewalInfo('s8')));
     await send(
-      notification('DID_CHANGE_RENEWAL_PREF', 'UPGRADE', '2026-06-01T00:00:00Z', tx(u, 's8', { id: 's8', productId: 'pro_yearly', purchased: '2026-01-10T00:00:00Z', expires: '2027-01-10T00:00:00Z', isUpgraded: true, revocationDate: ms('2026-06-01T00:00:00Z'), revocationReason: 0 })),
-      notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-01T00:00:01Z', tx(u, 's9', { id: 's9', productId: 'pro_max_monthly', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z' }), renewalInfo('s9')),
+      notification(
+        'SUBSCRIBED',
+        'INITIAL_BUY',
+        '2026-01-10T00:00:00Z',
+        tx(u, 's8', { id: 's8', productId: 'pro_yearly', purchased: '2026-01-10T00:00:00Z', expires: '2027-01-10T00:00:00Z' }),
+        renewalInfo('s8'),
+      ),
+    );
+    await send(
+      notification(
+        'DID_CHANGE_RENEWAL_PREF',
+        'UPGRADE',
+        '2026-06-01T00:00:00Z',
+        tx(u, 's8', {
+          id: 's8',
+          productId: 'pro_yearly',
+          purchased: '2026-01-10T00:00:00Z',
+          expires: '2027-01-10T00:00:00Z',
+          isUpgraded: true,
+          revocationDate: ms('2026-06-01T00:00:00Z'),
+          revocationReason: 0,
+        }),
+      ),
+      notification(
+        'SUBSCRIBED',
+        'INITIAL_BUY',
+        '2026-06-01T00:00:01Z',
+        tx(u, 's9', { id: 's9', productId: 'pro_max_monthly', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z' }),
+        renewalInfo('s9'),
+      ),
     );
     expect(await transaction('apple:s8')).toMatchObject({ isUpgraded: true, cancelationReason: 'System.Replaced' });
     expect((await customer(u)).customerInfo).toMatchObject({ expirationDate: '2026-07-01T00:00:00.000Z', activeSubscriber: true });
@@ -176,12 +326,35 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
   it('DID_CHANGE_RENEWAL_PREF UPGRADE (yearly -> monthly) ends the yearly at the upgrade, whichever notification arrives first', async () => {
     const [first, late, renewed] = [randomUUID(), randomUUID(), randomUUID()];
     const yearly = (u: string, sub: string, o: Partial<{ id: string; purchased: string; original: string }> = {}) =>
-      tx(u, sub, { id: o.id ?? sub, productId: 'pro_yearly', purchased: o.purchased ?? '2026-01-10T00:00:00Z', original: o.original, expires: '2027-01-10T00:00:00Z', price: 49990 });
+      tx(u, sub, {
+        id: o.id ?? sub,
+        productId: 'pro_yearly',
+        purchased: o.purchased ?? '2026-01-10T00:00:00Z',
+        original: o.original,
+        expires: '2027-01-10T00:00:00Z',
+        price: 49990,
+      });
     const monthly = (u: string, sub: string, original = '2026-01-10T00:00:00Z') =>
-      tx(u, sub, { id: `${sub}-up`, productId: 'pro_max_monthly', purchased: '2026-06-01T00:00:00Z', original, expires: '2026-07-01T00:00:00Z', transactionReason: 'PURCHASE', price: 9990 });
+      tx(u, sub, {
+        id: `${sub}-up`,
+        productId: 'pro_max_monthly',
+        purchased: '2026-06-01T00:00:00Z',
+        original,
+        expires: '2026-07-01T00:00:00Z',
+        transactionReason: 'PURCHASE',
+        price: 9990,
+      });
     const upgradeRenewal = (sub: string) => renewalInfo(sub, { productId: 'pro_max_monthly', autoRenewProductId: 'pro_max_monthly' });
-    const bought = (u: string, sub: string) => notification('SUBSCRIBED', 'INITIAL_BUY', '2026-01-10T00:00:00Z', yearly(u, sub), renewalInfo(sub, { productId: 'pro_yearly', autoRenewProductId: 'pro_yearly' }));
-    const upgraded = (u: string, sub: string, original?: string) => notification('DID_CHANGE_RENEWAL_PREF', 'UPGRADE', '2026-06-01T00:00:02Z', monthly(u, sub, original), upgradeRenewal(sub));
+    const bought = (u: string, sub: string) =>
+      notification(
+        'SUBSCRIBED',
+        'INITIAL_BUY',
+        '2026-01-10T00:00:00Z',
+        yearly(u, sub),
+        renewalInfo(sub, { productId: 'pro_yearly', autoRenewProductId: 'pro_yearly' }),
+      );
+    const upgraded = (u: string, sub: string, original?: string) =>
+      notification('DID_CHANGE_RENEWAL_PREF', 'UPGRADE', '2026-06-01T00:00:02Z', monthly(u, sub, original), upgradeRenewal(sub));
 
     // in the order it happened; then the upgrade first and the purchase delivered late
     await send(bought(first, 's20'));
@@ -191,11 +364,21 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     await send(bought(late, 's21'));
     // the yearly replaced is a renewal here (the second year): the notification cannot name it, the projection finds it
     await send(
-      notification('DID_RENEW', undefined, '2026-01-10T00:00:05Z', yearly(renewed, 's22', { id: 's22-2', purchased: '2026-01-10T00:00:00Z', original: '2025-01-10T00:00:00Z' }), renewalInfo('s22', { productId: 'pro_yearly' })),
+      notification(
+        'DID_RENEW',
+        undefined,
+        '2026-01-10T00:00:05Z',
+        yearly(renewed, 's22', { id: 's22-2', purchased: '2026-01-10T00:00:00Z', original: '2025-01-10T00:00:00Z' }),
+        renewalInfo('s22', { productId: 'pro_yearly' }),
+      ),
       upgraded(renewed, 's22', '2025-01-10T00:00:00Z'),
     );
 
-    for (const [u, sub, old] of [[first, 's20', 's20'], [late, 's21', 's21'], [renewed, 's22', 's22-2']]) {
+    for (const [u, sub, old] of [
+      [first, 's20', 's20'],
+      [late, 's21', 's21'],
+      [renewed, 's22', 's22-2'],
+    ]) {
       expect((await customer(u)).customerInfo).toEqual({
         expirationDate: '2026-07-01T00:00:00.000Z',
         lastPurchaseDate: '2026-06-01T00:00:00.000Z',
@@ -204,9 +387,19 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
         activeSubscriber: true,
       });
       // Apple keeps the yearly's expiresDate; the row says it was replaced
-      expect(await transaction(`apple:${old}`)).toMatchObject({ productId: 'apple:pro_yearly', expirationDate: '2027-01-10T00:00:00.000Z', isUpgraded: true, cancelationReason: 'System.Replaced' });
+      expect(await transaction(`apple:${old}`)).toMatchObject({
+        productId: 'apple:pro_yearly',
+        expirationDate: '2027-01-10T00:00:00.000Z',
+        isUpgraded: true,
+        cancelationReason: 'System.Replaced',
+      });
       const current = await transaction(`apple:${sub}-up`);
-      expect(current).toMatchObject({ productId: 'apple:pro_max_monthly', purchaseId: `apple:${sub}`, lastRenewalDate: '2026-06-01T00:00:00.000Z', expirationDate: '2026-07-01T00:00:00.000Z' });
+      expect(current).toMatchObject({
+        productId: 'apple:pro_max_monthly',
+        purchaseId: `apple:${sub}`,
+        lastRenewalDate: '2026-06-01T00:00:00.000Z',
+        expirationDate: '2026-07-01T00:00:00.000Z',
+      });
       expect(current!.isUpgraded).toBeUndefined();
       expect(current!.cancelationReason).toBeUndefined();
     }
@@ -215,20 +408,47 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
   it('DID_CHANGE_RENEWAL_PREF DOWNGRADE changes nothing until the renewal; the renewal of the lower product replaces nothing', async () => {
     const u = randomUUID();
     const yearly = tx(u, 's23', { id: 's23', productId: 'pro_yearly', purchased: '2025-06-01T00:00:00Z', expires: '2026-06-01T00:00:00Z' });
-    await send(notification('SUBSCRIBED', 'INITIAL_BUY', '2025-06-01T00:00:00Z', yearly, renewalInfo('s23', { productId: 'pro_yearly', autoRenewProductId: 'pro_yearly' })));
+    await send(
+      notification(
+        'SUBSCRIBED',
+        'INITIAL_BUY',
+        '2025-06-01T00:00:00Z',
+        yearly,
+        renewalInfo('s23', { productId: 'pro_yearly', autoRenewProductId: 'pro_yearly' }),
+      ),
+    );
     // the DOWNGRADE notification carries the current (yearly) transaction; the renewal info names the lower product
-    await send(notification('DID_CHANGE_RENEWAL_PREF', 'DOWNGRADE', '2026-03-01T00:00:00Z', yearly, renewalInfo('s23', { productId: 'pro_yearly', autoRenewProductId: 'basic_monthly' })));
+    await send(
+      notification(
+        'DID_CHANGE_RENEWAL_PREF',
+        'DOWNGRADE',
+        '2026-03-01T00:00:00Z',
+        yearly,
+        renewalInfo('s23', { productId: 'pro_yearly', autoRenewProductId: 'basic_monthly' }),
+      ),
+    );
     expect((await customer(u)).customerInfo).toMatchObject({ expirationDate: '2026-06-01T00:00:00.000Z', renewalIntent: 'Renew' });
     await send(
       notification(
         'DID_RENEW',
         undefined,
         '2026-06-01T00:00:04Z',
-        tx(u, 's23', { id: 's23-2', productId: 'basic_monthly', purchased: '2026-06-01T00:00:00Z', original: '2025-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z', transactionReason: 'RENEWAL' }),
+        tx(u, 's23', {
+          id: 's23-2',
+          productId: 'basic_monthly',
+          purchased: '2026-06-01T00:00:00Z',
+          original: '2025-06-01T00:00:00Z',
+          expires: '2026-07-01T00:00:00Z',
+          transactionReason: 'RENEWAL',
+        }),
         renewalInfo('s23', { productId: 'basic_monthly', autoRenewProductId: 'basic_monthly' }),
       ),
     );
-    expect((await customer(u)).customerInfo).toMatchObject({ expirationDate: '2026-07-01T00:00:00.000Z', lastRenewalDate: '2026-06-01T00:00:00.000Z', activeSubscriber: true });
+    expect((await customer(u)).customerInfo).toMatchObject({
+      expirationDate: '2026-07-01T00:00:00.000Z',
+      lastRenewalDate: '2026-06-01T00:00:00.000Z',
+      activeSubscriber: true,
+    });
     const old = await transaction('apple:s23');
     expect(old).toMatchObject({ productId: 'apple:pro_yearly', expirationDate: '2026-06-01T00:00:00.000Z' });
     expect(old!.isUpgraded).toBeUndefined();
@@ -238,24 +458,60 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
   it('a crossgrade to the same duration (subtype UPGRADE) replaces the old product at once', async () => {
     const u = randomUUID();
     await send(
-      notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-05T00:00:00Z', tx(u, 's24', { id: 's24', productId: 'basic_monthly', purchased: '2026-06-05T00:00:00Z', expires: '2026-07-05T00:00:00Z' }), renewalInfo('s24')),
+      notification(
+        'SUBSCRIBED',
+        'INITIAL_BUY',
+        '2026-06-05T00:00:00Z',
+        tx(u, 's24', { id: 's24', productId: 'basic_monthly', purchased: '2026-06-05T00:00:00Z', expires: '2026-07-05T00:00:00Z' }),
+        renewalInfo('s24'),
+      ),
       notification(
         'DID_CHANGE_RENEWAL_PREF',
         'UPGRADE',
         '2026-06-10T00:00:01Z',
-        tx(u, 's24', { id: 's24-2', productId: 'plus_monthly', purchased: '2026-06-10T00:00:00Z', original: '2026-06-05T00:00:00Z', expires: '2026-07-10T00:00:00Z' }),
+        tx(u, 's24', {
+          id: 's24-2',
+          productId: 'plus_monthly',
+          purchased: '2026-06-10T00:00:00Z',
+          original: '2026-06-05T00:00:00Z',
+          expires: '2026-07-10T00:00:00Z',
+        }),
         renewalInfo('s24', { productId: 'plus_monthly', autoRenewProductId: 'plus_monthly' }),
       ),
     );
-    expect((await customer(u)).customerInfo).toMatchObject({ expirationDate: '2026-07-10T00:00:00.000Z', lastRenewalDate: '2026-06-10T00:00:00.000Z', activeSubscriber: true });
+    expect((await customer(u)).customerInfo).toMatchObject({
+      expirationDate: '2026-07-10T00:00:00.000Z',
+      lastRenewalDate: '2026-06-10T00:00:00.000Z',
+      activeSubscriber: true,
+    });
     expect(await transaction('apple:s24')).toMatchObject({ isUpgraded: true, cancelationReason: 'System.Replaced' });
   });
 
   it('OFFER_REDEEMED, PRICE_INCREASE and ONE_TIME_CHARGE carry their fields; a consumable never makes a subscriber', async () => {
     const [o, p, c] = [randomUUID(), randomUUID(), randomUUID()];
     await send(
-      notification('OFFER_REDEEMED', 'INITIAL_BUY', '2026-06-01T00:00:00Z', tx(o, 's10', { id: 's10', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z', offerType: 3, offerIdentifier: 'SUMMER26', offerDiscountType: 'PAY_AS_YOU_GO', price: 1990 }), renewalInfo('s10')),
-      notification('PRICE_INCREASE', 'ACCEPTED', '2026-06-03T00:00:00Z', tx(p, 's11', { id: 's11', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z' }), renewalInfo('s11', { priceIncreaseStatus: 1 })),
+      notification(
+        'OFFER_REDEEMED',
+        'INITIAL_BUY',
+        '2026-06-01T00:00:00Z',
+        tx(o, 's10', {
+          id: 's10',
+          purchased: '2026-06-01T00:00:00Z',
+          expires: '2026-07-01T00:00:00Z',
+          offerType: 3,
+          offerIdentifier: 'SUMMER26',
+          offerDiscountType: 'PAY_AS_YOU_GO',
+          price: 1990,
+        }),
+        renewalInfo('s10'),
+      ),
+      notification(
+        'PRICE_INCREASE',
+        'ACCEPTED',
+        '2026-06-03T00:00:00Z',
+        tx(p, 's11', { id: 's11', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z' }),
+        renewalInfo('s11', { priceIncreaseStatus: 1 }),
+      ),
       notification('ONE_TIME_CHARGE', undefined, '2026-06-04T00:00:00Z', tx(c, 'c1', { id: 'c1', purchased: '2026-06-04T00:00:00Z', price: 990 })),
     );
     expect(await transaction('apple:s10')).toMatchObject({ discountId: 'SUMMER26', isIntroPeriod: false, isTrialPeriod: false, amountMicros: 1990000 });
@@ -271,11 +527,39 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     // family member who benefits from service"): the family member gets a transaction of their own.
     const [buyer, member] = [randomUUID(), randomUUID()];
     await send(
-      notification('SUBSCRIBED', 'RESUBSCRIBE', '2026-06-05T00:00:00Z', tx(buyer, 'wb1', { id: 'wb1', purchased: '2026-06-05T00:00:00Z', expires: '2026-09-05T00:00:00Z', offerType: 4, offerIdentifier: 'come_back_3m', offerDiscountType: 'PAY_UP_FRONT', offerPeriod: 'P3M', price: 4990 }), renewalInfo('wb1')),
-      notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-05T00:00:00Z', tx(member, 'fs1', { id: 'fs1', purchased: '2026-06-05T00:00:00Z', expires: '2026-07-05T00:00:00Z', inAppOwnershipType: 'FAMILY_SHARED' }), renewalInfo('fs1')),
+      notification(
+        'SUBSCRIBED',
+        'RESUBSCRIBE',
+        '2026-06-05T00:00:00Z',
+        tx(buyer, 'wb1', {
+          id: 'wb1',
+          purchased: '2026-06-05T00:00:00Z',
+          expires: '2026-09-05T00:00:00Z',
+          offerType: 4,
+          offerIdentifier: 'come_back_3m',
+          offerDiscountType: 'PAY_UP_FRONT',
+          offerPeriod: 'P3M',
+          price: 4990,
+        }),
+        renewalInfo('wb1'),
+      ),
+      notification(
+        'SUBSCRIBED',
+        'INITIAL_BUY',
+        '2026-06-05T00:00:00Z',
+        tx(member, 'fs1', { id: 'fs1', purchased: '2026-06-05T00:00:00Z', expires: '2026-07-05T00:00:00Z', inAppOwnershipType: 'FAMILY_SHARED' }),
+        renewalInfo('fs1'),
+      ),
     );
     const expected = {
-      'apple:wb1': { offerType: 'WIN_BACK', discountId: 'come_back_3m', offerDiscountType: 'PAY_UP_FRONT', offerPeriod: 'P3M', ownershipType: 'PURCHASED', amountMicros: 4990000 },
+      'apple:wb1': {
+        offerType: 'WIN_BACK',
+        discountId: 'come_back_3m',
+        offerDiscountType: 'PAY_UP_FRONT',
+        offerPeriod: 'P3M',
+        ownershipType: 'PURCHASED',
+        amountMicros: 4990000,
+      },
       'apple:fs1': { ownershipType: 'FAMILY_SHARED' },
     };
     for (const [id, fields] of Object.entries(expected)) expect(await transaction(id)).toMatchObject(fields);
@@ -297,7 +581,13 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     expect(await logSize()).toBe(before);
 
     const u = randomUUID();
-    const once = notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-01T00:00:00Z', tx(u, 's12', { id: 's12', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z' }), renewalInfo('s12'));
+    const once = notification(
+      'SUBSCRIBED',
+      'INITIAL_BUY',
+      '2026-06-01T00:00:00Z',
+      tx(u, 's12', { id: 's12', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z' }),
+      renewalInfo('s12'),
+    );
     await send(once);
     const first = await customer(u);
     const rows = (await api.get('/v2/transactions?limit=1000', token)).body;
@@ -314,10 +604,18 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     const t = tx(randomUUID(), 's13', { id: 's13', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z' });
     const before = await logSize();
     const cases: [unknown, number, RegExp][] = [
-      [notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-01T00:00:00Z', t, undefined, { signer: other }), 400, /signedPayload failed verification: VERIFICATION_FAILURE/],
+      [
+        notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-01T00:00:00Z', t, undefined, { signer: other }),
+        400,
+        /signedPayload failed verification: VERIFICATION_FAILURE/,
+      ],
       [notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-01T00:00:00Z', t, undefined, { signer: expired }), 400, /failed verification/],
       [notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-01T00:00:00Z', t, undefined, { bundleId: 'com.example.other' }), 400, /INVALID_APP_IDENTIFIER/],
-      [notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-01T00:00:00Z', t, undefined, { environment: 'Production' }), 400, /INVALID_APP_IDENTIFIER|INVALID_ENVIRONMENT/],
+      [
+        notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-01T00:00:00Z', t, undefined, { environment: 'Production' }),
+        400,
+        /INVALID_APP_IDENTIFIER|INVALID_ENVIRONMENT/,
+      ],
       [{ signedPayload: 'not.a.jws' }, 400, /signedPayload failed verification/],
       [{ nothing: true }, 400, /signedPayload string/],
     ];
@@ -338,10 +636,18 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     expect(sample.stderr).toContain(`APPLE_ROOT_CERTIFICATES=${path.join(dataDir, 'apple-test-ca', 'root.der')}`);
     const sampleApp = await startTestApp({
       databaseUrl: db.url,
-      env: { CONSUMER_ENABLED: 'false', APPLE_ROOT_CERTIFICATES: path.join(dataDir, 'apple-test-ca', 'root.der'), APPLE_APPS: 'sample-app:com.example.sample:Sandbox' },
+      env: {
+        CONSUMER_ENABLED: 'false',
+        APPLE_ROOT_CERTIFICATES: path.join(dataDir, 'apple-test-ca', 'root.der'),
+        APPLE_APPS: 'sample-app:com.example.sample:Sandbox',
+      },
     });
     try {
-      const res = await fetch(`${sampleApp.baseUrl}/v2/notifications/apple/sample-app`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: sample.stdout });
+      const res = await fetch(`${sampleApp.baseUrl}/v2/notifications/apple/sample-app`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: sample.stdout,
+      });
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ status: 'published', events: 2 });
       await caughtUp();
@@ -359,7 +665,14 @@ describe('App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
   it('answers 503 with Retry-After while the log cannot take the events, so Apple retries', async () => {
     await db.dataSource.query('ALTER TABLE public.event_log RENAME TO event_log_away');
     try {
-      const res = await post(notification('SUBSCRIBED', 'INITIAL_BUY', '2026-06-01T00:00:00Z', tx(randomUUID(), 's14', { id: 's14', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z' })));
+      const res = await post(
+        notification(
+          'SUBSCRIBED',
+          'INITIAL_BUY',
+          '2026-06-01T00:00:00Z',
+          tx(randomUUID(), 's14', { id: 's14', purchased: '2026-06-01T00:00:00Z', expires: '2026-07-01T00:00:00Z' }),
+        ),
+      );
       expect(res).toMatchObject({ status: 503, body: { code: 'event_log_unavailable' } });
       expect(res.headers.get('retry-after')).toBe('5');
     } finally {

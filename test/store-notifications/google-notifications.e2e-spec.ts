@@ -15,7 +15,10 @@ const at = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
 type Row = Record<string, unknown>;
 
 /** A SubscriptionPurchaseV2 as purchases.subscriptionsv2.get returns it (documented field names). */
-function subscription(user: string, o: { state?: string; order: string; expires: string; autoRenew?: boolean; linked?: string; canceled?: object; trial?: boolean }) {
+function subscription(
+  user: string,
+  o: { state?: string; order: string; expires: string; autoRenew?: boolean; linked?: string; canceled?: object; trial?: boolean },
+) {
   return {
     kind: 'androidpublisher#subscriptionPurchaseV2',
     regionCode: 'DE',
@@ -74,7 +77,9 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
   const push = (notification: object, o: { messageId?: string; auth?: string | null; packageName?: string } = {}) => {
     const body = {
       message: {
-        data: Buffer.from(JSON.stringify({ version: '1.0', packageName: o.packageName ?? PACKAGE, eventTimeMillis: String(Date.now()), ...notification })).toString('base64'),
+        data: Buffer.from(
+          JSON.stringify({ version: '1.0', packageName: o.packageName ?? PACKAGE, eventTimeMillis: String(Date.now()), ...notification }),
+        ).toString('base64'),
         messageId: o.messageId ?? String(++messages + 1_000_000),
         publishTime: new Date().toISOString(),
       },
@@ -87,7 +92,9 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
       body: JSON.stringify(body),
     }).then(async (r) => ({ status: r.status, headers: r.headers, body: (await r.json()) as any }));
   };
-  const subNotification = (type: number, purchaseToken: string) => ({ subscriptionNotification: { version: '1.0', notificationType: type, purchaseToken, subscriptionId: 'pro_monthly' } });
+  const subNotification = (type: number, purchaseToken: string) => ({
+    subscriptionNotification: { version: '1.0', notificationType: type, purchaseToken, subscriptionId: 'pro_monthly' },
+  });
   const logSize = async () => Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM public.event_log`))[0].n);
   const caughtUp = () => embeddedLogCaughtUp(db.dataSource);
   const published = async (notification: object, o: Parameters<typeof push>[1] = {}) => {
@@ -145,7 +152,9 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
       expect(renewal!.purchaseDate).toBeUndefined();
     }
     const ids = async (from: string, to: string) =>
-      ((await api.get(`/v2/transactions?startdate=${from}T00:00:00Z&enddate=${to}T00:00:00Z&limit=1000`, token)).body.rows as Row[]).map((t) => t.transactionId);
+      ((await api.get(`/v2/transactions?startdate=${from}T00:00:00Z&enddate=${to}T00:00:00Z&limit=1000`, token)).body.rows as Row[]).map(
+        (t) => t.transactionId,
+      );
     const dayAfter = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + DAY).toISOString().slice(0, 10);
     // the first order on the subscription's first day, each renewal on the day it was charged (today here)
     const onStartDay = await ids(startDay, dayAfter(startDay));
@@ -180,7 +189,11 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
       const order = `GPA.${randomUUID().slice(0, 8)}`;
       const { priceChange, ...rest } = extra;
       const fetched = subscription(u, { state, order, expires: at(6 * DAY), ...rest });
-      if (priceChange) (fetched.lineItems[0].autoRenewingPlan as Record<string, unknown>).priceChangeDetails = { priceChangeState: priceChange, newPrice: { currencyCode: 'EUR', units: '5', nanos: 990000000 } };
+      if (priceChange)
+        (fetched.lineItems[0].autoRenewingPlan as Record<string, unknown>).priceChangeDetails = {
+          priceChangeState: priceChange,
+          newPrice: { currencyCode: 'EUR', units: '5', nanos: 990000000 },
+        };
       google.setSubscription(PACKAGE, purchase, fetched);
       await published(subNotification(type, purchase));
       const info = (await customer(u)).customerInfo;
@@ -190,7 +203,8 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
         expect(info.renewalIntent).toBe('Lapse');
         expect(row).toMatchObject({ cancelationReason: 'Customer' });
       }
-      if (state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD') expect(row).toMatchObject({ isBillingRetryPeriod: true, gracePeriodExpirationDate: expect.any(String) });
+      if (state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD')
+        expect(row).toMatchObject({ isBillingRetryPeriod: true, gracePeriodExpirationDate: expect.any(String) });
       if (state.startsWith('SUBSCRIPTION_STATE_PENDING')) expect(row).toMatchObject({ isPending: true });
       if (type === 12) expect(row).toMatchObject({ cancelationReason: 'Developer', isExpired: true });
       if (priceChange) expect(row).toMatchObject({ priceConsentStatus: priceChange === 'CONFIRMED' ? 'Accepted' : 'Notified' });
@@ -204,7 +218,13 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     google.setSubscription(
       PACKAGE,
       oldToken,
-      subscription(u, { state: 'SUBSCRIPTION_STATE_EXPIRED', order: 'GPA.5555-0000-0000-00001', expires: at(200 * DAY), autoRenew: false, canceled: { replacementCancellation: {} } }),
+      subscription(u, {
+        state: 'SUBSCRIPTION_STATE_EXPIRED',
+        order: 'GPA.5555-0000-0000-00001',
+        expires: at(200 * DAY),
+        autoRenew: false,
+        canceled: { replacementCancellation: {} },
+      }),
     );
     google.setSubscription(PACKAGE, newToken, subscription(u, { order: 'GPA.6666-0000-0000-00001', expires: at(30 * DAY), linked: oldToken }));
     await published(subNotification(4, newToken));
@@ -234,14 +254,23 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
 
     const [s, subToken] = [randomUUID(), `tok-${randomUUID()}`];
     // in its grace period: the row shows isBillingRetryPeriod and gracePeriodExpirationDate, which the void must keep
-    google.setSubscription(PACKAGE, subToken, subscription(s, { order: 'GPA.8888-0000-0000-00001', expires: at(3 * DAY), state: 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD' }));
+    google.setSubscription(
+      PACKAGE,
+      subToken,
+      subscription(s, { order: 'GPA.8888-0000-0000-00001', expires: at(3 * DAY), state: 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD' }),
+    );
     await published(subNotification(4, subToken));
     expect((await customer(s)).customerInfo.activeSubscriber).toBe(true);
     const before = await transaction('google:GPA.8888-0000-0000-00001');
     expect(before).toMatchObject({ isBillingRetryPeriod: true, gracePeriodExpirationDate: expect.any(String) });
     await published({ voidedPurchaseNotification: { purchaseToken: subToken, orderId: 'GPA.8888-0000-0000-00001', productType: 1, refundType: 1 } });
     // the voided order keeps everything else it showed (the newest snapshot replaces the row whole)
-    expect(await transaction('google:GPA.8888-0000-0000-00001')).toEqual({ ...before, revocationDate: expect.any(String), isExpired: true, cancelationReason: 'Customer' });
+    expect(await transaction('google:GPA.8888-0000-0000-00001')).toEqual({
+      ...before,
+      revocationDate: expect.any(String),
+      isExpired: true,
+      cancelationReason: 'Customer',
+    });
     expect((await customer(s)).customerInfo.activeSubscriber).toBe(false);
   });
 
@@ -261,7 +290,11 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
 
     // 20: a pending purchase canceled before it was paid for grants nothing
     const [p, pending] = [randomUUID(), `tok-${randomUUID()}`];
-    google.setSubscription(PACKAGE, pending, subscription(p, { order: `${order}9`, expires: at(20 * DAY), state: 'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED' }));
+    google.setSubscription(
+      PACKAGE,
+      pending,
+      subscription(p, { order: `${order}9`, expires: at(20 * DAY), state: 'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED' }),
+    );
     await published(subNotification(20, pending));
     expect(await transaction(`google:${order}9`)).toMatchObject({ isPending: true, isExpired: true });
     expect((await customer(p)).customerInfo.activeSubscriber).toBe(false);
@@ -269,7 +302,15 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     // refundType 2 (QUANTITY_BASED_PARTIAL_REFUND): the rest of the order stays paid for
     const [c, coins] = [randomUUID(), `tok-${randomUUID()}`];
     const coinOrder = `GPA.${String(Date.now()).slice(-4)}-2222-0000-00001`;
-    google.setProduct(PACKAGE, 'coins_500', coins, { kind: 'androidpublisher#productPurchase', purchaseTimeMillis: String(Date.now() - DAY), purchaseState: 0, orderId: coinOrder, purchaseType: 0, obfuscatedExternalAccountId: c, quantity: 3 });
+    google.setProduct(PACKAGE, 'coins_500', coins, {
+      kind: 'androidpublisher#productPurchase',
+      purchaseTimeMillis: String(Date.now() - DAY),
+      purchaseState: 0,
+      orderId: coinOrder,
+      purchaseType: 0,
+      obfuscatedExternalAccountId: c,
+      quantity: 3,
+    });
     await published({ oneTimeProductNotification: { version: '1.0', notificationType: 1, purchaseToken: coins, sku: 'coins_500' } });
     const before = await transaction(`google:${coinOrder}`);
     const partial = await push({ voidedPurchaseNotification: { purchaseToken: coins, orderId: coinOrder, productType: 2, refundType: 2 } });
@@ -312,7 +353,12 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
       [{ auth: `Bearer ${google.pushToken({ audience: 'https://elsewhere.example.com' })}` }, 401, 'token_invalid', /audience invalid/],
       [{ auth: `Bearer ${google.pushToken({ audience: AUDIENCE, issuer: 'https://evil.example.com' })}` }, 401, 'token_invalid', /issuer invalid/],
       [{ auth: `Bearer ${google.pushToken({ audience: AUDIENCE, expiresIn: -10 })}` }, 401, 'token_invalid', /jwt expired/],
-      [{ auth: `Bearer ${google.pushToken({ audience: AUDIENCE, email: 'someone@else.iam.gserviceaccount.com' })}` }, 401, 'token_invalid', /GOOGLE_PUBSUB_SERVICE_ACCOUNT/],
+      [
+        { auth: `Bearer ${google.pushToken({ audience: AUDIENCE, email: 'someone@else.iam.gserviceaccount.com' })}` },
+        401,
+        'token_invalid',
+        /GOOGLE_PUBSUB_SERVICE_ACCOUNT/,
+      ],
       [{ packageName: 'com.example.other' }, 400, 'notification_unverified', /not com\.example\.game/],
     ];
     for (const [o, status, code, detail] of cases) {
@@ -330,7 +376,10 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     const before = await logSize();
     // The voided order is in the read models: its revocationDate would be this time (a RangeError, 500, before).
     for (const eventTimeMillis of ['100000000000000000000', '8640000000000001', '-8640000000000001', '253402300800000', 'soon', '1e20']) {
-      const res = await push({ eventTimeMillis, voidedPurchaseNotification: { purchaseToken: purchase, orderId: 'GPA.4444-0000-0000-00001', productType: 1, refundType: 1 } });
+      const res = await push({
+        eventTimeMillis,
+        voidedPurchaseNotification: { purchaseToken: purchase, orderId: 'GPA.4444-0000-0000-00001', productType: 1, refundType: 1 },
+      });
       expect({ eventTimeMillis, status: res.status, code: res.body.code }).toEqual({ eventTimeMillis, status: 422, code: 'notification_unmappable' });
       expect(res.body.detail).toContain('eventTimeMillis');
     }

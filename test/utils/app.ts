@@ -20,7 +20,12 @@ export type TestApp = {
 };
 
 /** The real HTTP application on an ephemeral port, against the given database. */
-export async function startTestApp(o: { databaseUrl: string; env?: Record<string, string>; extraImports?: ModuleMetadata['imports']; clock?: Clock }): Promise<TestApp> {
+export async function startTestApp(o: {
+  databaseUrl: string;
+  env?: Record<string, string>;
+  extraImports?: ModuleMetadata['imports'];
+  clock?: Clock;
+}): Promise<TestApp> {
   // Under TEST_READS=standby (test/utils/replicas.ts) the reads go to the database's standbys.
   const standbys = standbyReadsFor(o.databaseUrl);
   const config = loadConfig({
@@ -44,7 +49,13 @@ export async function startTestApp(o: { databaseUrl: string; env?: Record<string
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   // Reads from the standbys, not the primary's fallback: a standby out of rotation would make the run prove nothing.
-  if (standbys && !app.get(ReadReplicas).replicas().every((r) => r.inRotation)) {
+  if (
+    standbys &&
+    !app
+      .get(ReadReplicas)
+      .replicas()
+      .every((r) => r.inRotation)
+  ) {
     await app.close();
     throw new Error(`TEST_READS=standby: not every standby takes reads: ${JSON.stringify(app.get(ReadReplicas).replicas())}`);
   }
@@ -55,7 +66,14 @@ export async function startTestApp(o: { databaseUrl: string; env?: Record<string
     baseUrl,
     config,
     token: (appId, scopes = ['customers:read', 'transactions:read'], extra = {}) =>
-      mintToken({ secret: config.jwt.secret ?? TEST_SECRET, appId, scopes, ttlSeconds: extra.ttlSeconds ?? 600, issuer: config.jwt.issuer, audience: config.jwt.audience }),
+      mintToken({
+        secret: config.jwt.secret ?? TEST_SECRET,
+        appId,
+        scopes,
+        ttlSeconds: extra.ttlSeconds ?? 600,
+        issuer: config.jwt.issuer,
+        audience: config.jwt.audience,
+      }),
     async get(path, token) {
       await standbys?.caughtUp();
       const response = await fetch(baseUrl + path, { headers: token ? { authorization: `Bearer ${token}` } : {} });

@@ -9,7 +9,15 @@ type Payload = Record<string, unknown>;
 export type MockTransaction = Payload & { transactionId: string; originalTransactionId: string; productId: string; purchaseDate: number };
 /** A chain's state in Get All Subscription Statuses: status 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked. */
 export type MockStatus = { status: number; renewal: Payload };
-export type MockNotification = { notificationType: string; subtype?: string; notificationUUID: string; signedDate: number; transaction?: Payload; renewal?: Payload; failed?: boolean };
+export type MockNotification = {
+  notificationType: string;
+  subtype?: string;
+  notificationUUID: string;
+  signedDate: number;
+  transaction?: Payload;
+  renewal?: Payload;
+  failed?: boolean;
+};
 
 const PAGE = 20;
 
@@ -21,7 +29,13 @@ const PAGE = 20;
  * holds, for the bundle id. It can answer 429 with Retry-After, or 503, or slowly, and counts requests.
  * `notificationPageSize`: Get Notification History's page size (20 by default).
  */
-export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string; environment?: 'Sandbox' | 'Production'; signedAt?: () => number; notificationPageSize?: number }) {
+export async function startAppleStoreMock(o: {
+  ca: AppleTestCa;
+  bundleId: string;
+  environment?: 'Sandbox' | 'Production';
+  signedAt?: () => number;
+  notificationPageSize?: number;
+}) {
   const environment = o.environment ?? 'Sandbox';
   const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const customers = new Map<string, MockTransaction[]>(); // any transaction id -> the customer's transactions (shared array)
@@ -62,9 +76,18 @@ export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string
     });
   });
 
-  function answer(method: string, url: URL, authorization: string, body: string, send: (status: number, json: unknown, headers?: Record<string, string>) => void): void {
+  function answer(
+    method: string,
+    url: URL,
+    authorization: string,
+    body: string,
+    send: (status: number, json: unknown, headers?: Record<string, string>) => void,
+  ): void {
     try {
-      const claims = jwt.verify(/^Bearer (.+)$/.exec(authorization)?.[1] ?? '', key.publicKey, { algorithms: ['ES256'], audience: 'appstoreconnect-v1' }) as jwt.JwtPayload;
+      const claims = jwt.verify(/^Bearer (.+)$/.exec(authorization)?.[1] ?? '', key.publicKey, {
+        algorithms: ['ES256'],
+        audience: 'appstoreconnect-v1',
+      }) as jwt.JwtPayload;
       if (claims.bid !== o.bundleId) throw new Error('bid');
     } catch {
       counts.unauthorized++;
@@ -89,29 +112,48 @@ export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string
       const sorted = [...all].sort((a, b) => a.purchaseDate - b.purchaseDate || a.transactionId.localeCompare(b.transactionId));
       const from = Number(url.searchParams.get('revision') ?? '0');
       const page = sorted.slice(from, from + PAGE);
-      return send(200, { revision: String(from + page.length), hasMore: from + page.length < sorted.length, bundleId: o.bundleId, environment, signedTransactions: page.map(sign) });
+      return send(200, {
+        revision: String(from + page.length),
+        hasMore: from + page.length < sorted.length,
+        bundleId: o.bundleId,
+        environment,
+        signedTransactions: page.map(sign),
+      });
     }
     if (method === 'GET' && subs) {
       counts.statuses++;
       const all = customers.get(subs[1]);
       if (!all) return send(404, { errorCode: 4040010, errorMessage: 'Transaction id not found.' });
       const latest = new Map<string, MockTransaction>();
-      for (const t of all) if (t.expiresDate !== undefined && (!latest.has(t.originalTransactionId) || latest.get(t.originalTransactionId)!.purchaseDate < t.purchaseDate)) latest.set(t.originalTransactionId, t);
+      for (const t of all)
+        if (t.expiresDate !== undefined && (!latest.has(t.originalTransactionId) || latest.get(t.originalTransactionId)!.purchaseDate < t.purchaseDate))
+          latest.set(t.originalTransactionId, t);
       const lastTransactions = [...latest.values()].map((t) => {
         const state = statuses.get(t.originalTransactionId) ?? { status: 1, renewal: { autoRenewStatus: 1 } };
         return {
           status: state.status,
           originalTransactionId: t.originalTransactionId,
           signedTransactionInfo: sign(t),
-          signedRenewalInfo: sign({ originalTransactionId: t.originalTransactionId, productId: t.productId, autoRenewProductId: t.productId, ...state.renewal }),
+          signedRenewalInfo: sign({
+            originalTransactionId: t.originalTransactionId,
+            productId: t.productId,
+            autoRenewProductId: t.productId,
+            ...state.renewal,
+          }),
         };
       });
-      return send(200, { environment, bundleId: o.bundleId, data: lastTransactions.length ? [{ subscriptionGroupIdentifier: 'group-1', lastTransactions }] : [] });
+      return send(200, {
+        environment,
+        bundleId: o.bundleId,
+        data: lastTransactions.length ? [{ subscriptionGroupIdentifier: 'group-1', lastTransactions }] : [],
+      });
     }
     if (method === 'POST' && url.pathname === '/inApps/v1/notifications/history') {
       counts.notifications++;
       const q = JSON.parse(body || '{}') as { startDate?: number; endDate?: number; onlyFailures?: boolean };
-      const matching = notifications.filter((n) => n.signedDate >= (q.startDate ?? 0) && n.signedDate <= (q.endDate ?? Infinity) && (!q.onlyFailures || n.failed));
+      const matching = notifications.filter(
+        (n) => n.signedDate >= (q.startDate ?? 0) && n.signedDate <= (q.endDate ?? Infinity) && (!q.onlyFailures || n.failed),
+      );
       const from = Number(url.searchParams.get('paginationToken') ?? '0');
       const page = matching.slice(from, from + (o.notificationPageSize ?? PAGE));
       return send(200, {
@@ -131,7 +173,14 @@ export async function startAppleStoreMock(o: { ca: AppleTestCa; bundleId: string
     const data: Payload = { bundleId: o.bundleId, bundleVersion: '1.0', environment, status: 1 };
     if (n.transaction) data.signedTransactionInfo = sign({ ...n.transaction, signedDate: n.signedDate });
     if (n.renewal) data.signedRenewalInfo = sign({ ...n.renewal, signedDate: n.signedDate });
-    return signAppleJws(o.ca, { notificationType: n.notificationType, ...(n.subtype ? { subtype: n.subtype } : {}), notificationUUID: n.notificationUUID, version: '2.0', signedDate: n.signedDate, data });
+    return signAppleJws(o.ca, {
+      notificationType: n.notificationType,
+      ...(n.subtype ? { subtype: n.subtype } : {}),
+      notificationUUID: n.notificationUUID,
+      version: '2.0',
+      signedDate: n.signedDate,
+      data,
+    });
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -12,7 +12,10 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
   if (readsFromStandbys) return createStandbyReadDatabase(label);
   const admin = process.env.TEST_ADMIN_DATABASE_URL!;
   const template = process.env.TEST_TEMPLATE_DATABASE!;
-  const name = `sr_${label.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 20)}_${process.env.TEST_RUN_ID}_${process.pid}_${++counter}`;
+  const name = `sr_${label
+    .replace(/[^a-z0-9]/gi, '')
+    .toLowerCase()
+    .slice(0, 20)}_${process.env.TEST_RUN_ID}_${process.pid}_${++counter}`;
   await adminQuery(admin, `CREATE DATABASE ${name} TEMPLATE ${template}`);
   const u = new URL(admin);
   u.pathname = `/${name}`;

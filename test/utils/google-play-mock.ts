@@ -32,16 +32,22 @@ export async function startGooglePlayMock() {
     if (url.pathname === '/certs') return send(200, { keys: [{ ...pubsubKey.publicKey.export({ format: 'jwk' }), kid: pubsubKid, alg: 'RS256', use: 'sig' }] });
     calls.push(`${req.method} ${url.pathname}`);
     try {
-      const claims = jwt.verify(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '', account.publicKey as KeyObject, { algorithms: ['RS256'] }) as jwt.JwtPayload;
+      const claims = jwt.verify(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '', account.publicKey as KeyObject, {
+        algorithms: ['RS256'],
+      }) as jwt.JwtPayload;
       if (!String(claims.scope).includes('https://www.googleapis.com/auth/androidpublisher')) throw new Error('no androidpublisher scope');
     } catch (error) {
-      return send(401, { error: { code: 401, message: `Request had invalid authentication credentials: ${(error as Error).message}`, status: 'UNAUTHENTICATED' } });
+      return send(401, {
+        error: { code: 401, message: `Request had invalid authentication credentials: ${(error as Error).message}`, status: 'UNAUTHENTICATED' },
+      });
     }
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (rateLimitNext > 0) {
       rateLimitNext--;
       res.setHeader('retry-after', retryAfter);
-      return send(429, { error: { code: 429, message: 'Quota exceeded for quota metric \'Queries\' and limit \'Queries per minute\'.', status: 'RESOURCE_EXHAUSTED' } });
+      return send(429, {
+        error: { code: 429, message: "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute'.", status: 'RESOURCE_EXHAUSTED' },
+      });
     }
     if (failNext > 0) {
       failNext--;
@@ -53,9 +59,24 @@ export async function startGooglePlayMock() {
     if (voidedList) return send(...listVoided(voidedList[1], url.searchParams));
     const key = sub ? `${sub[1]}/${decodeURIComponent(sub[2])}` : product ? `${product[1]}/${decodeURIComponent(product[3])}` : '';
     const gone = forgotten.get(key);
-    if (gone === 410) return send(410, { error: { code: 410, message: 'The subscription purchase is no longer available for query because it has been expired for too long.', status: 'GONE', errors: [{ reason: 'subscriptionPurchaseNoLongerAvailable' }] } });
-    if (gone === 404) return send(404, { error: { code: 404, message: 'The purchase token was not found.', status: 'NOT_FOUND', errors: [{ reason: 'purchaseTokenNotFound' }] } });
-    const found = sub ? subscriptions.get(`${sub[1]}/${decodeURIComponent(sub[2])}`) : product ? products.get(`${product[1]}/${product[2]}/${decodeURIComponent(product[3])}`) : undefined;
+    if (gone === 410)
+      return send(410, {
+        error: {
+          code: 410,
+          message: 'The subscription purchase is no longer available for query because it has been expired for too long.',
+          status: 'GONE',
+          errors: [{ reason: 'subscriptionPurchaseNoLongerAvailable' }],
+        },
+      });
+    if (gone === 404)
+      return send(404, {
+        error: { code: 404, message: 'The purchase token was not found.', status: 'NOT_FOUND', errors: [{ reason: 'purchaseTokenNotFound' }] },
+      });
+    const found = sub
+      ? subscriptions.get(`${sub[1]}/${decodeURIComponent(sub[2])}`)
+      : product
+        ? products.get(`${product[1]}/${product[2]}/${decodeURIComponent(product[3])}`)
+        : undefined;
     if (found === undefined) return send(404, { error: { code: 404, message: 'The purchase token was not found.', status: 'NOT_FOUND' } });
     send(200, found);
   });
@@ -75,12 +96,21 @@ export async function startGooglePlayMock() {
     } else {
       startTime = q.has('startTime') ? Number(q.get('startTime')) : now - 30 * 86_400_000;
       type = Number(q.get('type') ?? 0);
-      if (startTime < now - 30 * 86_400_000 - 60_000) return [400, { error: { code: 400, message: 'Start time cannot be more than 30 days ago.', status: 'INVALID_ARGUMENT' } }];
+      if (startTime < now - 30 * 86_400_000 - 60_000)
+        return [400, { error: { code: 400, message: 'Start time cannot be more than 30 days ago.', status: 'INVALID_ARGUMENT' } }];
     }
     const all = (voided.get(packageName) ?? []).filter((v) => v.seenAt >= startTime && (type === 1 || !v.subscription)).sort((a, b) => a.seenAt - b.seenAt);
     const slice = all.slice(offset, offset + maxResults);
-    const next = offset + maxResults < all.length ? Buffer.from(JSON.stringify({ offset: offset + maxResults, startTime, type })).toString('base64url') : undefined;
-    return [200, { pageInfo: { totalResults: all.length, resultPerPage: maxResults, startIndex: offset }, ...(next ? { tokenPagination: { nextPageToken: next } } : {}), voidedPurchases: slice.map((v) => ({ kind: 'androidpublisher#voidedPurchase', ...v.purchase })) }];
+    const next =
+      offset + maxResults < all.length ? Buffer.from(JSON.stringify({ offset: offset + maxResults, startTime, type })).toString('base64url') : undefined;
+    return [
+      200,
+      {
+        pageInfo: { totalResults: all.length, resultPerPage: maxResults, startIndex: offset },
+        ...(next ? { tokenPagination: { nextPageToken: next } } : {}),
+        voidedPurchases: slice.map((v) => ({ kind: 'androidpublisher#voidedPurchase', ...v.purchase })),
+      },
+    ];
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -134,4 +164,3 @@ export async function startGooglePlayMock() {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
-

@@ -14,7 +14,13 @@ export async function createTopic(topic: string, partitions = 3, brokers = kafka
   const admin = testKafka(brokers).admin();
   await admin.connect();
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: partitions }, { topic: `${topic}.dlq`, numPartitions: 1 }], waitForLeaders: true });
+    await admin.createTopics({
+      topics: [
+        { topic, numPartitions: partitions },
+        { topic: `${topic}.dlq`, numPartitions: 1 },
+      ],
+      waitForLeaders: true,
+    });
   } finally {
     await admin.disconnect();
   }
@@ -58,10 +64,14 @@ export async function topicEndOffsets(topic: string, brokers = kafkaBrokers()): 
 /** Waits until the offsets stored with the read models cover everything in the topic. */
 export async function waitUntilCaughtUp(db: DataSource, topic: string, timeoutMs = 60_000, brokers = kafkaBrokers()): Promise<void> {
   const end = await topicEndOffsets(topic, brokers);
-  await expectEventually(async () => {
-    const [{ n }] = await db.query(`SELECT coalesce(sum(next_offset), 0)::text AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
-    expect(BigInt(n)).toBe(end);
-  }, timeoutMs, 200);
+  await expectEventually(
+    async () => {
+      const [{ n }] = await db.query(`SELECT coalesce(sum(next_offset), 0)::text AS n FROM read_model.projection_offsets WHERE topic = $1`, [topic]);
+      expect(BigInt(n)).toBe(end);
+    },
+    timeoutMs,
+    200,
+  );
 }
 
 export async function readAll(topic: string, expected: number, brokers = kafkaBrokers()): Promise<{ value: Buffer | null; headers: Record<string, string> }[]> {

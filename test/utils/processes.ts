@@ -9,7 +9,14 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 /** Environment for a child process of the built service: nothing inherited from the test runner's config. */
 export function serviceEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, NODE_ENV: 'test', LOG_LEVEL: 'warn', JWT_SECRET: TEST_SECRET };
+  const base: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TMPDIR: process.env.TMPDIR,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    JWT_SECRET: TEST_SECRET,
+  };
   // An explicit undefined removes a default (JWT_SECRET: undefined runs without a configured secret).
   for (const [k, v] of Object.entries(env)) {
     if (v === undefined) delete base[k];

@@ -71,11 +71,17 @@ export function rawExchange(port: number, o: { head: string; parts?: (string | B
 
 /** The request line and headers of a POST with a JSON body of `length` bytes (or chunked when length is undefined). */
 export function postHead(path: string, length: number | undefined, headers: Record<string, string> = {}): string {
-  const all: Record<string, string> = { host: '127.0.0.1', 'content-type': 'application/json', ...(length === undefined ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(length) }), ...headers };
+  const all: Record<string, string> = {
+    host: '127.0.0.1',
+    'content-type': 'application/json',
+    ...(length === undefined ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(length) }),
+    ...headers,
+  };
   return `POST ${path} HTTP/1.1\r\n${Object.entries(all)
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('')}\r\n`;
 }
 
 /** A chunk of a chunked body. */
-export const chunk = (data: string | Buffer) => Buffer.concat([Buffer.from(`${Buffer.byteLength(data).toString(16)}\r\n`), Buffer.from(data), Buffer.from('\r\n')]);
+export const chunk = (data: string | Buffer) =>
+  Buffer.concat([Buffer.from(`${Buffer.byteLength(data).toString(16)}\r\n`), Buffer.from(data), Buffer.from('\r\n')]);

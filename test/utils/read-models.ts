@@ -27,7 +27,9 @@ export async function snapshotReadModels(db: DataSource, schema = 'read_model') 
  */
 export async function expectCellsKept(db: DataSource, schema = 'read_model') {
   const [kept, ofRows] = await Promise.all([
-    db.query(`SELECT app_id, end_day::text, first_week::text, product_id, renewal_intent, grace_day::text, billing_retry, n::int FROM ${schema}.customer_end_weeks ORDER BY 1, 2, 3, 4, 5, 6, 7`),
+    db.query(
+      `SELECT app_id, end_day::text, first_week::text, product_id, renewal_intent, grace_day::text, billing_retry, n::int FROM ${schema}.customer_end_weeks ORDER BY 1, 2, 3, 4, 5, 6, 7`,
+    ),
     db.query(`
       SELECT app_id, coalesce(to_char(expiration_date AT TIME ZONE 'UTC', 'YYYY-MM-DD'), '-infinity') AS end_day,
              to_char((first_seen_at AT TIME ZONE 'UTC')::date - (extract(isodow FROM first_seen_at AT TIME ZONE 'UTC')::int - 1), 'YYYY-MM-DD') AS first_week,

@@ -27,15 +27,28 @@ async function one<T>(url: string, sql: string): Promise<T> {
 
 /** Why a standby has not replayed up to `lsn`: its receiver, its replay, the primary's sender, its log's tail. */
 async function replicationReport(primary: string, standby: string, index: number, lsn: string): Promise<string> {
-  const ask = (url: string, sql: string) => one<unknown>(url, sql).then((row) => JSON.stringify(row), (error: Error) => `(${error.message})`);
+  const ask = (url: string, sql: string) =>
+    one<unknown>(url, sql).then(
+      (row) => JSON.stringify(row),
+      (error: Error) => `(${error.message})`,
+    );
   const log = path.join(process.env.TEST_REPLICA_DIR ?? '', `standby${index + 1}`, 'server.log');
   const tail = existsSync(log) ? readFileSync(log, 'utf8').split('\n').slice(-40).join('\n') : `(no ${log})`;
   return [
     `standby ${index}, waiting for ${lsn}:`,
-    await ask(standby, `SELECT pg_last_wal_receive_lsn()::text AS received, pg_last_wal_replay_lsn()::text AS replayed, pg_get_wal_replay_pause_state() AS pause, pg_last_xact_replay_timestamp()::text AS last_replayed_commit`),
+    await ask(
+      standby,
+      `SELECT pg_last_wal_receive_lsn()::text AS received, pg_last_wal_replay_lsn()::text AS replayed, pg_get_wal_replay_pause_state() AS pause, pg_last_xact_replay_timestamp()::text AS last_replayed_commit`,
+    ),
     await ask(standby, `SELECT status, flushed_lsn::text, latest_end_lsn::text, last_msg_receipt_time::text FROM pg_stat_wal_receiver`),
-    await ask(standby, `SELECT json_agg(json_build_object('pid', pid, 'type', backend_type, 'datname', datname, 'state', state, 'wait', wait_event_type || ':' || wait_event, 'xact_start', xact_start::text, 'query', left(query, 80))) AS backends FROM pg_stat_activity WHERE backend_type IN ('client backend', 'startup', 'walreceiver')`),
-    await ask(primary, `SELECT json_agg(json_build_object('name', application_name, 'state', state, 'sent', sent_lsn::text, 'flushed', flush_lsn::text, 'replayed', replay_lsn::text)) AS senders FROM pg_stat_replication`),
+    await ask(
+      standby,
+      `SELECT json_agg(json_build_object('pid', pid, 'type', backend_type, 'datname', datname, 'state', state, 'wait', wait_event_type || ':' || wait_event, 'xact_start', xact_start::text, 'query', left(query, 80))) AS backends FROM pg_stat_activity WHERE backend_type IN ('client backend', 'startup', 'walreceiver')`,
+    ),
+    await ask(
+      primary,
+      `SELECT json_agg(json_build_object('name', application_name, 'state', state, 'sent', sent_lsn::text, 'flushed', flush_lsn::text, 'replayed', replay_lsn::text)) AS senders FROM pg_stat_replication`,
+    ),
     `${log}:`,
     tail,
   ].join('\n');
@@ -63,7 +76,10 @@ export type ReplicatedDatabase = {
 export async function createReplicatedDatabase(label: string): Promise<ReplicatedDatabase> {
   const admin = process.env.TEST_REPLICA_PRIMARY_URL!;
   const standbyAdmins = process.env.TEST_REPLICA_STANDBY_URLS!.split(',');
-  const name = `sr_${label.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 20)}_${process.env.TEST_RUN_ID}_${process.pid}_${++counter}`;
+  const name = `sr_${label
+    .replace(/[^a-z0-9]/gi, '')
+    .toLowerCase()
+    .slice(0, 20)}_${process.env.TEST_RUN_ID}_${process.pid}_${++counter}`;
   await adminQuery(admin, `CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_REPLICA_TEMPLATE}`);
   const paused = new Set<number>();
   // Pauses and resumes of one standby run one after the other: a resume landing while a pause waits
@@ -77,14 +93,18 @@ export async function createReplicatedDatabase(label: string): Promise<Replicate
   const caughtUp = async () => {
     const { lsn } = await one<{ lsn: string }>(admin, 'SELECT pg_current_wal_lsn()::text AS lsn');
     let behind = -1;
-    await expectEventually(async () => {
-      for (const [i, standby] of standbyAdmins.entries()) {
-        if (paused.has(i)) continue;
-        behind = i;
-        const { replayed } = await one<{ replayed: boolean }>(standby, `SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS replayed`);
-        expect({ standby: i, replayed }).toEqual({ standby: i, replayed: true });
-      }
-    }, 30_000, 20).catch(async (error: Error) => {
+    await expectEventually(
+      async () => {
+        for (const [i, standby] of standbyAdmins.entries()) {
+          if (paused.has(i)) continue;
+          behind = i;
+          const { replayed } = await one<{ replayed: boolean }>(standby, `SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS replayed`);
+          expect({ standby: i, replayed }).toEqual({ standby: i, replayed: true });
+        }
+      },
+      30_000,
+      20,
+    ).catch(async (error: Error) => {
       throw new Error(`${error.message}\n${await replicationReport(admin, standbyAdmins[behind], behind, lsn)}`);
     });
   };
@@ -101,10 +121,14 @@ export async function createReplicatedDatabase(label: string): Promise<Replicate
         paused.add(standby);
         await adminQuery(standbyAdmins[standby], 'SELECT pg_wal_replay_pause()');
         // Replay stops before the next record it reads: with the primary idle there is none, so write one (no xid).
-        await expectEventually(async () => {
-          await adminQuery(admin, `SELECT pg_logical_emit_message(false, 'sr-test', 'pause')`);
-          expect(await one<{ state: string }>(standbyAdmins[standby], 'SELECT pg_get_wal_replay_pause_state() AS state')).toEqual({ state: 'paused' });
-        }, 30_000, 20);
+        await expectEventually(
+          async () => {
+            await adminQuery(admin, `SELECT pg_logical_emit_message(false, 'sr-test', 'pause')`);
+            expect(await one<{ state: string }>(standbyAdmins[standby], 'SELECT pg_get_wal_replay_pause_state() AS state')).toEqual({ state: 'paused' });
+          },
+          30_000,
+          20,
+        );
       }),
     resume: (standby) =>
       inTurn(standby, async () => {
@@ -153,12 +177,16 @@ async function feedCaughtUp(db: ReplicatedDatabase): Promise<void> {
     const row = await one<{ mark: string }>(db.url, `SELECT ${HIGH_WATER}::text AS mark`);
     if (BigInt(row.mark) > mark) mark = BigInt(row.mark);
   }
-  await expectEventually(async () => {
-    for (const [i, url] of db.standbyUrls.entries()) {
-      const { reached } = await one<{ reached: boolean }>(url, `SELECT ${HIGH_WATER} >= ${mark} AS reached`);
-      expect({ standby: i, reached }).toEqual({ standby: i, reached: true });
-    }
-  }, 30_000, 20);
+  await expectEventually(
+    async () => {
+      for (const [i, url] of db.standbyUrls.entries()) {
+        const { reached } = await one<{ reached: boolean }>(url, `SELECT ${HIGH_WATER} >= ${mark} AS reached`);
+        expect({ standby: i, reached }).toEqual({ standby: i, reached: true });
+      }
+    },
+    30_000,
+    20,
+  );
 }
 
 /** The standbys of a database made by createStandbyReadDatabase (undefined for any other). */

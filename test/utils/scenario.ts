@@ -47,9 +47,39 @@ export function scenarioEvents(o: { seed: number; customers: number; apps?: stri
       // refund of the last transaction, and a stale snapshot that arrives after it
       const last = renewals;
       const t = start + last * 30 * 86_400_000;
-      const refund = txEvent({ app, id: `${tag}-${c}-refund`, time: iso(t + 5 * 86_400_000), data: { transactionId: `${platform}:t-${tag}-${c}-${last}`, purchaseId: `${platform}:p-${tag}-${c}`, productId: `${platform}:monthly`, platform, receiptId, purchaseDate: iso(start), expirationDate: iso(t + 5 * 86_400_000), isExpired: true, cancelationReason: 'Customer' } });
+      const refund = txEvent({
+        app,
+        id: `${tag}-${c}-refund`,
+        time: iso(t + 5 * 86_400_000),
+        data: {
+          transactionId: `${platform}:t-${tag}-${c}-${last}`,
+          purchaseId: `${platform}:p-${tag}-${c}`,
+          productId: `${platform}:monthly`,
+          platform,
+          receiptId,
+          purchaseDate: iso(start),
+          expirationDate: iso(t + 5 * 86_400_000),
+          isExpired: true,
+          cancelationReason: 'Customer',
+        },
+      });
       out.push(refund);
-      out.push(txEvent({ app, id: `${tag}-${c}-stale`, time: iso(t + 2000), data: { transactionId: `${platform}:t-${tag}-${c}-${last}`, purchaseId: `${platform}:p-${tag}-${c}`, productId: `${platform}:monthly`, platform, receiptId, purchaseDate: iso(start), expirationDate: iso(t + 99 * 86_400_000) } }));
+      out.push(
+        txEvent({
+          app,
+          id: `${tag}-${c}-stale`,
+          time: iso(t + 2000),
+          data: {
+            transactionId: `${platform}:t-${tag}-${c}-${last}`,
+            purchaseId: `${platform}:p-${tag}-${c}`,
+            productId: `${platform}:monthly`,
+            platform,
+            receiptId,
+            purchaseDate: iso(start),
+            expirationDate: iso(t + 99 * 86_400_000),
+          },
+        }),
+      );
     }
     if (rnd() < 0.1) {
       // receipt restored on another account

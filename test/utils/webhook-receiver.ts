@@ -2,7 +2,14 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
-export type Received = { id: string; timestamp: string; signature: string; body: string; headers: IncomingHttpHeaders; message: { type: string; timestamp: string; data: Record<string, unknown> } };
+export type Received = {
+  id: string;
+  timestamp: string;
+  signature: string;
+  body: string;
+  headers: IncomingHttpHeaders;
+  message: { type: string; timestamp: string; data: Record<string, unknown> };
+};
 /** How to answer one request: a status, after a delay; `hang` never answers (until close). */
 export type Answer = { status: number; delayMs?: number; body?: string; headers?: Record<string, string> } | 'hang';
 

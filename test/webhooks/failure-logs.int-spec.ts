@@ -9,7 +9,15 @@ import { startReceiver } from '../utils/webhook-receiver.js';
 // An operator learns that an endpoint fails from the log (warn), without a line per attempt, and
 // never sees the secret or a payload there (docs/operations.md, "Logs").
 const SECRET = 'whsec_' + Buffer.from('a-secret-that-must-never-be-logged').toString('base64');
-const settings: WebhookSettings = { deliveryEnabled: true, maxAgeMs: 3_600_000, timeoutMs: 2_000, retryBaseMs: 1, maxInFlight: 4, pollMs: 50, allowHosts: ['127.0.0.1'] };
+const settings: WebhookSettings = {
+  deliveryEnabled: true,
+  maxAgeMs: 3_600_000,
+  timeoutMs: 2_000,
+  retryBaseMs: 1,
+  maxInFlight: 4,
+  pollMs: 50,
+  allowHosts: ['127.0.0.1'],
+};
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -45,7 +53,15 @@ it('a failing endpoint: a warn line at its first failure, then at most one a min
 
     for (let i = 0; i < 3; i++) await attempt();
     expect(lines).toEqual([
-      expect.objectContaining({ level: 40, msg: 'webhook delivery failed; will retry', endpointId, deliveryId, attempt: 1, status: 500, error: 'HTTP 500: receiver says no' }),
+      expect.objectContaining({
+        level: 40,
+        msg: 'webhook delivery failed; will retry',
+        endpointId,
+        deliveryId,
+        attempt: 1,
+        status: 500,
+        error: 'HTTP 500: receiver says no',
+      }),
     ]);
 
     clock += FAILURE_LOG_INTERVAL_MS;

@@ -140,7 +140,10 @@ describe('webhook order across owners (e2e: real PostgreSQL, the listings over H
       const claimed = await round();
       const queued = await queuedEverything(db.dataSource, app, id);
       if (!queued) roundsBehind++;
-      const [{ pending }] = await db.dataSource.query(`SELECT count(*)::int AS pending FROM public.webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, [id]);
+      const [{ pending }] = await db.dataSource.query(
+        `SELECT count(*)::int AS pending FROM public.webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`,
+        [id],
+      );
       if (pending === 0 && queued) break;
       if (Date.now() > deadline) throw new Error(`${pending} deliveries still pending (every change queued: ${queued}) after 20 s`);
       if (claimed === 0) await new Promise((r) => setTimeout(r, 5));

@@ -139,7 +139,8 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     let most = 0;
     const elsewhere = await receiver();
     const api = await app({ WEBHOOK_MAX_IN_FLIGHT: '2' });
-    const user = (r: Received) => (r.message.type === 'customer.updated' ? r.message.data.applicationUsername : String(r.message.data.transactionId).slice(6, -2));
+    const user = (r: Received) =>
+      r.message.type === 'customer.updated' ? r.message.data.applicationUsername : String(r.message.data.transactionId).slice(6, -2);
     const hook = await receiver((r) => {
       if (user(r) === 'redirected') return { status: 307, headers: { location: elsewhere.url } };
       if (user(r) === 'verbose') return { status: 500, body: 'x'.repeat(10_000) };
@@ -149,9 +150,14 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
       return { status: 200, delayMs: 150 };
     });
     await addEndpoint(db.dataSource, api.config.webhooks, { appId: 'app-1', url: hook.url });
-    await project(db.dataSource, ['redirected', 'verbose', 'u1', 'u2', 'u3', 'u4', 'u5', 'u6'].map((u) => renewal(u, 1)));
+    await project(
+      db.dataSource,
+      ['redirected', 'verbose', 'u1', 'u2', 'u3', 'u4', 'u5', 'u6'].map((u) => renewal(u, 1)),
+    );
     await expectEventually(async () => {
-      const rows = await db.dataSource.query(`SELECT order_key, status, last_error FROM public.webhook_deliveries WHERE status <> 'delivered' OR order_key = 'customer:u1' ORDER BY order_key, id`);
+      const rows = await db.dataSource.query(
+        `SELECT order_key, status, last_error FROM public.webhook_deliveries WHERE status <> 'delivered' OR order_key = 'customer:u1' ORDER BY order_key, id`,
+      );
       expect(rows).toEqual([
         { order_key: 'customer:redirected', status: 'pending', last_error: 'HTTP 307 (redirects are not followed)' },
         { order_key: 'customer:redirected', status: 'pending', last_error: null },
@@ -168,7 +174,7 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     expect(elsewhere.received).toHaveLength(0);
   });
 
-  it('keeps a customer\'s later changes back while an earlier one is being retried', async () => {
+  it("keeps a customer's later changes back while an earlier one is being retried", async () => {
     let failing = true;
     const api = await app();
     const hook = await receiver(() => (failing ? { status: 503 } : { status: 200 }));
@@ -187,8 +193,15 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
       const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM public.webhook_deliveries WHERE status = 'delivered'`);
       expect(n).toBe(4);
     });
-    const order = [...new Map(hook.received.map((r) => [r.id, r])).values()].map((r) => r.message.type + ':' + ((r.message.data.customerInfo as { expirationDate?: string })?.expirationDate ?? r.message.data.transactionId));
-    expect(order).toEqual(['customer.updated:2030-01-01T00:00:00.000Z', 'transaction.updated:apple:alice-1', 'customer.updated:2030-02-01T00:00:00.000Z', 'transaction.updated:apple:alice-2']);
+    const order = [...new Map(hook.received.map((r) => [r.id, r])).values()].map(
+      (r) => r.message.type + ':' + ((r.message.data.customerInfo as { expirationDate?: string })?.expirationDate ?? r.message.data.transactionId),
+    );
+    expect(order).toEqual([
+      'customer.updated:2030-01-01T00:00:00.000Z',
+      'transaction.updated:apple:alice-1',
+      'customer.updated:2030-02-01T00:00:00.000Z',
+      'transaction.updated:apple:alice-2',
+    ]);
   });
 
   it('disables an endpoint that fails for longer than WEBHOOK_MAX_AGE, says so in list, and redeliver enables it', async () => {
@@ -257,7 +270,11 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     const aliceNew = await row('customer:alice', 'delivered', 1);
     const bob = await row('customer:bob', 'failed', 1);
     const status = async () =>
-      Object.fromEntries(((await db.dataSource.query(`SELECT id::text, status FROM public.webhook_deliveries WHERE endpoint_id = $1`, [id])) as { id: string; status: string }[]).map((r) => [r.id, r.status]));
+      Object.fromEntries(
+        (
+          (await db.dataSource.query(`SELECT id::text, status FROM public.webhook_deliveries WHERE endpoint_id = $1`, [id])) as { id: string; status: string }[]
+        ).map((r) => [r.id, r.status]),
+      );
 
     await expect(redeliver(db.dataSource, id, aliceOld)).rejects.toThrow(`delivery ${aliceOld} carries an older state of its row than delivery ${aliceNew}`);
     expect(await redeliver(db.dataSource, id)).toEqual({ queued: 1, superseded: 1 });
@@ -294,7 +311,11 @@ describe('webhooks (e2e: real PostgreSQL, a real HTTP receiver on loopback)', ()
     const [a, b] = [await app(slowOk), await app(slowOk)];
     const hook = await receiver(() => ({ status: 200, delayMs: 5 }));
     await addEndpoint(db.dataSource, a.config.webhooks, { appId: 'app-1', url: hook.url });
-    for (let n = 0; n < 10; n++) await project(db.dataSource, Array.from({ length: 10 }, (_, i) => renewal(`user${n * 10 + i}`, 1)));
+    for (let n = 0; n < 10; n++)
+      await project(
+        db.dataSource,
+        Array.from({ length: 10 }, (_, i) => renewal(`user${n * 10 + i}`, 1)),
+      );
     await expectEventually(async () => {
       const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM public.webhook_deliveries WHERE status = 'delivered'`);
       expect(n).toBe(200);

@@ -4,6 +4,7 @@ import { toBool } from '../../config/env-transforms.js';
 
 export class CryptoShreddingEnv {
   /** Usernames in the events the service publishes itself sealed with a per-customer key (docs/privacy.md, "Crypto-shredding"). */
-  @Transform(toBool) @IsBoolean()
+  @Transform(toBool)
+  @IsBoolean()
   CRYPTO_SHREDDING = false;
 }

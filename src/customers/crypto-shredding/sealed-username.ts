@@ -55,7 +55,10 @@ type PublishedEvent = { appid?: unknown; data?: object & { applicationUsername?:
 export async function sealEvents(db: Query, events: readonly PublishedEvent[]): Promise<void> {
   const named = events.filter(
     (e): e is { appid: string; data: { applicationUsername: string } } =>
-      typeof e.appid === 'string' && typeof e.data?.applicationUsername === 'string' && !e.data.applicationUsername.startsWith(SEALED_PREFIX) && !e.data.applicationUsername.startsWith(REDACTED_PREFIX),
+      typeof e.appid === 'string' &&
+      typeof e.data?.applicationUsername === 'string' &&
+      !e.data.applicationUsername.startsWith(SEALED_PREFIX) &&
+      !e.data.applicationUsername.startsWith(REDACTED_PREFIX),
   );
   if (named.length === 0) return;
   const hashKey = await erasureKey(db);
@@ -110,7 +113,10 @@ export async function openSealedMessages<M extends { value: Buffer | null }>(db:
     if (sealed) found.push({ i, event: event as { appid: string; data: { applicationUsername: string } }, sealed });
   });
   if (found.length === 0) return [...messages];
-  const keys = await customerKeys(db, found.map((f) => ({ app: f.event.appid, hash: f.sealed.hash })));
+  const keys = await customerKeys(
+    db,
+    found.map((f) => ({ app: f.event.appid, hash: f.sealed.hash })),
+  );
   const out = [...messages];
   for (const f of found) {
     const key = keys.get(`${f.event.appid}\u0000${f.sealed.hash}`);

@@ -36,14 +36,18 @@ export class EraseCustomerController implements OnApplicationShutdown {
     operationId: 'eraseCustomer',
     summary: 'Forget a customer',
     description:
-      'Records a customer.erased event in the log (docs/privacy.md): once the projection applies it (normally within a second), the customer row, the receipts\' ' +
+      "Records a customer.erased event in the log (docs/privacy.md): once the projection applies it (normally within a second), the customer row, the receipts' " +
       'link to them and what the service holds of the username are gone on every replay; transactions stay, without owner. 202: recorded, applied asynchronously. ' +
       'Idempotent: erasing an unknown or already erased username is accepted too (the service cannot tell who it never knew from who it forgot).',
   })
   @ApiParam({ name: 'applicationUsername', description: 'The username to forget (1-512 UTF-8 bytes)' })
   @ApiAcceptedResponse({
     description: 'The erasure is recorded in the log',
-    schema: { type: 'object', required: ['eventId'], properties: { eventId: { type: 'string', description: 'The customer.erased event id (also in the audit)' } } },
+    schema: {
+      type: 'object',
+      required: ['eventId'],
+      properties: { eventId: { type: 'string', description: 'The customer.erased event id (also in the audit)' } },
+    },
   })
   @ApiProblemResponses()
   async erase(@CurrentPrincipal() principal: Principal, @Param('applicationUsername') username: string): Promise<{ eventId: string }> {

@@ -43,22 +43,39 @@ export async function eraseCustomers(db: DataSource, request: ErasureRequest): P
     events.map((e) => ({
       key: 'customer.erased',
       value: Buffer.from(
-        JSON.stringify({ specversion: '1.0', id: e.id, source: ERASURE_SOURCE, type: 'customer.erased', time, appid: request.appId, datacontenttype: 'application/json', data: { usernameHash: e.hash } }),
+        JSON.stringify({
+          specversion: '1.0',
+          id: e.id,
+          source: ERASURE_SOURCE,
+          type: 'customer.erased',
+          time,
+          appid: request.appId,
+          datacontenttype: 'application/json',
+          data: { usernameHash: e.hash },
+        }),
       ),
     })),
   );
-  await db.query(
-    `INSERT INTO public.erasure_audit (app_id, event_id, subject, via, requested_at) SELECT $1, e, $2, $3, $4 FROM unnest($5::text[]) AS e`,
-    [request.appId, request.subject ?? null, request.via, time, events.map((e) => e.id)],
-  );
+  await db.query(`INSERT INTO public.erasure_audit (app_id, event_id, subject, via, requested_at) SELECT $1, e, $2, $3, $4 FROM unnest($5::text[]) AS e`, [
+    request.appId,
+    request.subject ?? null,
+    request.via,
+    time,
+    events.map((e) => e.id),
+  ]);
   // Crypto-shredding: the events the service published sealed for them can no longer be opened
   // (docs/privacy.md). After the append: a failed append leaves the key, so a retry finds it whole.
-  await forgetKeys(db, request.appId, events.map((e) => e.hash));
+  await forgetKeys(
+    db,
+    request.appId,
+    events.map((e) => e.hash),
+  );
   let redactedEvents = 0;
   let redactedDeadLetters = 0;
   const cutoff = normalizeTime(time)!;
   for (const e of events) {
-    if (request.embeddedTopic !== undefined) redactedEvents += await redactEventLog(db, request.embeddedTopic, request.appId, e.name, `${REDACTED_PREFIX}${e.hash}`, cutoff);
+    if (request.embeddedTopic !== undefined)
+      redactedEvents += await redactEventLog(db, request.embeddedTopic, request.appId, e.name, `${REDACTED_PREFIX}${e.hash}`, cutoff);
     redactedDeadLetters += await redactDeadLetters(db, e.name, `${REDACTED_PREFIX}${e.hash}`);
   }
   return { eventIds: events.map((e) => e.id), redactedEvents, redactedDeadLetters };
@@ -89,7 +106,12 @@ async function redactEventLog(db: DataSource, topic: string, appId: string, name
     const at = typeof event.time === 'string' ? normalizeTime(event.time) : undefined;
     if (event.appid !== appId || event.data?.applicationUsername !== name || !at || at > cutoff) continue;
     event.data.applicationUsername = replacement;
-    await db.query(`UPDATE public.event_log SET value = $4 WHERE topic = $1 AND partition = $2 AND "offset" = $3::bigint`, [topic, c.partition, c.offset, Buffer.from(JSON.stringify(event))]);
+    await db.query(`UPDATE public.event_log SET value = $4 WHERE topic = $1 AND partition = $2 AND "offset" = $3::bigint`, [
+      topic,
+      c.partition,
+      c.offset,
+      Buffer.from(JSON.stringify(event)),
+    ]);
     redacted++;
   }
   return redacted;

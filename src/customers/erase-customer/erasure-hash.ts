@@ -20,7 +20,11 @@ export const isRedacted = (username: string) => REDACTED.test(username);
 export function erasureHash(key: KeyObject, appId: string, username: string): string {
   const redacted = REDACTED.exec(username);
   if (redacted) return redacted[1];
-  return createHmac('sha256', key).update(appId, 'utf8').update(Buffer.from([0])).update(username, 'utf8').digest('hex');
+  return createHmac('sha256', key)
+    .update(appId, 'utf8')
+    .update(Buffer.from([0]))
+    .update(username, 'utf8')
+    .digest('hex');
 }
 
 const keys = new WeakMap<object, Promise<KeyObject>>();

@@ -24,7 +24,12 @@ describe('parseApplicationUsernames', () => {
   });
 
   it('refuses an empty list, bad percent-encoding and more than 1000 names, naming the parameter', () => {
-    for (const raw of ['applicationUsername=', 'applicationUsername=,,', 'applicationUsername=%E0%A4%A', `applicationUsername=${Array.from({ length: 1001 }, (_, i) => i).join(',')}`]) {
+    for (const raw of [
+      'applicationUsername=',
+      'applicationUsername=,,',
+      'applicationUsername=%E0%A4%A',
+      `applicationUsername=${Array.from({ length: 1001 }, (_, i) => i).join(',')}`,
+    ]) {
       expect(() => parseApplicationUsernames(raw)).toThrow(InvalidParameterError);
       try {
         parseApplicationUsernames(raw);

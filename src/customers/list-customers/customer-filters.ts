@@ -40,7 +40,10 @@ export function parseCustomerFilters(query: Record<string, unknown>): CustomerFi
       const name = part.trim();
       if (name === '') continue;
       if (!(CUSTOMER_STATUSES as readonly string[]).includes(name)) {
-        throw new InvalidParameterError('status', `status must be a comma-separated list of ${CUSTOMER_STATUSES.join(', ')}; "${name.slice(0, 100)}" is none of them`);
+        throw new InvalidParameterError(
+          'status',
+          `status must be a comma-separated list of ${CUSTOMER_STATUSES.join(', ')}; "${name.slice(0, 100)}" is none of them`,
+        );
       }
       asked.add(name as CustomerStatus);
     }

@@ -31,11 +31,7 @@ export class ListCustomersController {
   })
   @ApiOkResponse({ description: 'One page of rows and where it stands', schema: schemaRef('CustomerPage') })
   @ApiProblemResponses()
-  list(
-    @CurrentPrincipal() principal: Principal,
-    @Query() query: ListCustomersRequest,
-    @Req() request: FastifyRequest,
-  ): Promise<Page<CustomerSummary>> {
+  list(@CurrentPrincipal() principal: Principal, @Query() query: ListCustomersRequest, @Req() request: FastifyRequest): Promise<Page<CustomerSummary>> {
     const rawQuery = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '';
     const parsed = parseListCustomersRequest(query as unknown as Record<string, unknown>, rawQuery);
     if (parsed.kind === 'changes') return this.queryBus.execute(new ListCustomerChangesQuery(principal.appId, parsed.after, parsed.limit));

@@ -8,7 +8,16 @@ import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { ListCustomersQuery } from './list-customers.query.js';
 import { hasFilters } from './customer-filters.js';
-import { customerPageSql, customerPageStartSql, customersByNameSql, filteredPageSql, filteredPageStartSql, type CustomerRow, type FilteredPageStartRow, type PageStartRow } from './list-customers.sql.js';
+import {
+  customerPageSql,
+  customerPageStartSql,
+  customersByNameSql,
+  filteredPageSql,
+  filteredPageStartSql,
+  type CustomerRow,
+  type FilteredPageStartRow,
+  type PageStartRow,
+} from './list-customers.sql.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {

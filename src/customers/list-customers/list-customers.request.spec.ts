@@ -28,7 +28,9 @@ describe('GET /v2/customers parameters', () => {
 
   it('a lookup still refuses an unknown parameter and a bad filter, naming them', () => {
     expect(refusal({ applicationUsername: 'alice', startDate: 'x' }, 'applicationUsername=alice&startDate=x')).toMatchObject({ parameter: 'startDate' });
-    expect(refusal({ applicationUsername: 'alice', expiresBefore: 'soon' }, 'applicationUsername=alice&expiresBefore=soon')).toMatchObject({ parameter: 'expiresBefore' });
+    expect(refusal({ applicationUsername: 'alice', expiresBefore: 'soon' }, 'applicationUsername=alice&expiresBefore=soon')).toMatchObject({
+      parameter: 'expiresBefore',
+    });
   });
 
   it('a filter not given is no key at all, so an unfiltered page stays unfiltered', () => {

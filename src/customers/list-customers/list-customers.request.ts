@@ -34,7 +34,10 @@ export class ListCustomersRequest extends PagingRequest {
   @IsString({ message: 'renewalIntent must be given once' })
   renewalIntent?: string;
 
-  @ApiPropertyOptional({ description: `The product of the current subscription (at most ${MAX_PRODUCT_ID_LENGTH} characters). Example: \`apple:pro_monthly\``, type: 'string' })
+  @ApiPropertyOptional({
+    description: `The product of the current subscription (at most ${MAX_PRODUCT_ID_LENGTH} characters). Example: \`apple:pro_monthly\``,
+    type: 'string',
+  })
   @IsOptional()
   @IsString({ message: 'productId must be given once' })
   productId?: string;
@@ -42,7 +45,7 @@ export class ListCustomersRequest extends PagingRequest {
   @ApiPropertyOptional({
     description:
       'Exclusive upper bound on customerInfo.expirationDate (the access end); customers without one never match. ' +
-      'Example: `2100-01-01T00:00:00Z` (an offset\'s + is sent as %2B: `2100-01-01T02:00:00%2B02:00`)',
+      "Example: `2100-01-01T00:00:00Z` (an offset's + is sent as %2B: `2100-01-01T02:00:00%2B02:00`)",
     format: 'date-time',
     type: 'string',
   })
@@ -81,7 +84,8 @@ export function parseListCustomersRequest(query: Record<string, unknown>, rawQue
     // A lookup with no other parameter (the hot "is this user paying?" request) has nothing the
     // class validators could refuse (the names are strings, every other field is its default) and no filter.
     const keys = Reflect.ownKeys(rest);
-    if (keys.length === 1 && keys[0] === 'applicationUsername' && typeof rest.applicationUsername === 'string') return { kind: 'usernames', usernames, filters: {} };
+    if (keys.length === 1 && keys[0] === 'applicationUsername' && typeof rest.applicationUsername === 'string')
+      return { kind: 'usernames', usernames, filters: {} };
     validateRequest(ListCustomersRequest, rest);
     return { kind: 'usernames', usernames, filters: parseCustomerFilters(rest) };
   }

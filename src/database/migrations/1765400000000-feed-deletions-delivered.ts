@@ -9,12 +9,16 @@ export class FeedDeletionsDelivered1765400000000 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE public.webhook_deliveries DROP CONSTRAINT webhook_deliveries_event_type_check`);
-    await q.query(`ALTER TABLE public.webhook_deliveries ADD CONSTRAINT webhook_deliveries_event_type_check CHECK (event_type IN ('customer.updated', 'customer.deleted', 'transaction.updated'))`);
+    await q.query(
+      `ALTER TABLE public.webhook_deliveries ADD CONSTRAINT webhook_deliveries_event_type_check CHECK (event_type IN ('customer.updated', 'customer.deleted', 'transaction.updated'))`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {
     await q.query(`DELETE FROM public.webhook_deliveries WHERE event_type = 'customer.deleted'`);
     await q.query(`ALTER TABLE public.webhook_deliveries DROP CONSTRAINT webhook_deliveries_event_type_check`);
-    await q.query(`ALTER TABLE public.webhook_deliveries ADD CONSTRAINT webhook_deliveries_event_type_check CHECK (event_type IN ('customer.updated', 'transaction.updated'))`);
+    await q.query(
+      `ALTER TABLE public.webhook_deliveries ADD CONSTRAINT webhook_deliveries_event_type_check CHECK (event_type IN ('customer.updated', 'transaction.updated'))`,
+    );
   }
 }

@@ -18,6 +18,8 @@ export class TransactionDeletionsDelivered1765600000000 implements MigrationInte
   async down(q: QueryRunner): Promise<void> {
     await q.query(`DELETE FROM public.webhook_deliveries WHERE event_type = 'transaction.deleted'`);
     await q.query(`ALTER TABLE public.webhook_deliveries DROP CONSTRAINT webhook_deliveries_event_type_check`);
-    await q.query(`ALTER TABLE public.webhook_deliveries ADD CONSTRAINT webhook_deliveries_event_type_check CHECK (event_type IN ('customer.updated', 'customer.deleted', 'transaction.updated'))`);
+    await q.query(
+      `ALTER TABLE public.webhook_deliveries ADD CONSTRAINT webhook_deliveries_event_type_check CHECK (event_type IN ('customer.updated', 'customer.deleted', 'transaction.updated'))`,
+    );
   }
 }

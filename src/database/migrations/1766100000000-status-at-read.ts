@@ -24,7 +24,9 @@ export class StatusAtRead1766100000000 implements MigrationInterface {
     await q.query('SET LOCAL statement_timeout = 0');
     const filtered = 'grace_from, billing_retry, renewal_intent, current_product_id';
     await q.query(`DROP INDEX read_model.customers_page_idx`);
-    await q.query(`CREATE INDEX customers_page_idx ON read_model.customers (app_id, first_seen_at, application_username) INCLUDE (expiration_date, ${filtered})`);
+    await q.query(
+      `CREATE INDEX customers_page_idx ON read_model.customers (app_id, first_seen_at, application_username) INCLUDE (expiration_date, ${filtered})`,
+    );
     await q.query(`DROP INDEX read_model.customers_access_end_idx`);
     await q.query(`CREATE INDEX customers_access_end_idx ON read_model.customers (app_id, expiration_date) INCLUDE (first_seen_at, ${filtered})`);
     await q.query(`DROP INDEX read_model.customers_grace_idx`);

@@ -28,7 +28,13 @@ export class AppleApiClient extends AppStoreServerAPIClient {
     this.base = (baseUrl ?? APPLE_URLS[app.environment]).replace(/\/+$/, '');
   }
 
-  protected override async makeFetchRequest(path: string, query: URLSearchParams, method: string, body: string | Buffer | undefined, headers: { [key: string]: string }): Promise<LibraryResponse> {
+  protected override async makeFetchRequest(
+    path: string,
+    query: URLSearchParams,
+    method: string,
+    body: string | Buffer | undefined,
+    headers: { [key: string]: string },
+  ): Promise<LibraryResponse> {
     const what = `${method} ${path}`;
     let response: Response;
     try {
@@ -38,7 +44,10 @@ export class AppleApiClient extends AppStoreServerAPIClient {
     }
     if (response.status === 429) {
       await response.body?.cancel();
-      throw new StoreRetryableError(`the App Store Server API is rate limiting (429, ${what})`, parseRetryAfter(response.headers.get('retry-after')) ?? undefined);
+      throw new StoreRetryableError(
+        `the App Store Server API is rate limiting (429, ${what})`,
+        parseRetryAfter(response.headers.get('retry-after')) ?? undefined,
+      );
     }
     if (response.status >= 500) {
       await response.body?.cancel();
@@ -46,7 +55,9 @@ export class AppleApiClient extends AppStoreServerAPIClient {
     }
     if (response.status === 401) {
       await response.body?.cancel();
-      throw new ImportFatalError(`the App Store Server API refused the In-App Purchase key of application ${this.appId} (401): check its issuer id, key id and .p8 file in APPLE_API_KEYS`);
+      throw new ImportFatalError(
+        `the App Store Server API refused the In-App Purchase key of application ${this.appId} (401): check its issuer id, key id and .p8 file in APPLE_API_KEYS`,
+      );
     }
     // The library reads status, ok and json() only, which the platform's Response has as node-fetch's does.
     return response as unknown as LibraryResponse;

@@ -23,7 +23,11 @@ export const windowDigest = (w: NotificationWindow) => createHash('sha256').upda
 type HistoryCheckpoint = { startDate: number; endDate: number; paginationToken: string; line: number };
 
 /** The journal of the run: which keys are done, and the checkpoint to resume the history from. */
-export type HistoryResume = { done(keys: readonly string[]): Promise<Set<string>>; checkpoint(): Promise<string | undefined>; saveCheckpoint(checkpoint: string): Promise<void> };
+export type HistoryResume = {
+  done(keys: readonly string[]): Promise<Set<string>>;
+  checkpoint(): Promise<string | undefined>;
+  saveCheckpoint(checkpoint: string): Promise<void>;
+};
 
 /**
  * Get Notification History, every page, as the runner's lines: one signedPayload a line, numbered
@@ -43,7 +47,12 @@ export function notificationHistoryLines(
 ): { lines: AsyncIterable<SourceLine | SourceBarrier>; fraction: () => number | undefined } {
   let at: number | undefined;
   const gate = new RetryGate();
-  async function* query(journal: HistoryResume | undefined, startDate: number, endDate: number, from: { token: string | null; line: number }): AsyncGenerator<SourceLine | SourceBarrier, number> {
+  async function* query(
+    journal: HistoryResume | undefined,
+    startDate: number,
+    endDate: number,
+    from: { token: string | null; line: number },
+  ): AsyncGenerator<SourceLine | SourceBarrier, number> {
     let token = from.token;
     let n = from.line;
     // Pages read whose lines may not be done yet: the token after each, and the keys before it.
@@ -57,7 +66,12 @@ export function notificationHistoryLines(
         await journal.saveCheckpoint(JSON.stringify({ startDate, endDate, paginationToken: oldest.token, line: oldest.line } satisfies HistoryCheckpoint));
         pending.shift();
       }
-      const page = await withStoreRetries(() => client.getNotificationHistory(token, { startDate, endDate, onlyFailures: window.onlyFailures || undefined }), gate, retry, signal);
+      const page = await withStoreRetries(
+        () => client.getNotificationHistory(token, { startDate, endDate, onlyFailures: window.onlyFailures || undefined }),
+        gate,
+        retry,
+        signal,
+      );
       const keys: string[] = [];
       for (const item of page.notificationHistory ?? []) {
         n++;
@@ -85,14 +99,19 @@ export function notificationHistoryLines(
     }
     yield* query(journal, window.startDate, window.endDate, { token: null, line: 0 });
   }
-  return { lines: lines(), fraction: () => (at === undefined ? undefined : Math.max(0, Math.min(1, (at - window.startDate) / (window.endDate - window.startDate)))) };
+  return {
+    lines: lines(),
+    fraction: () => (at === undefined ? undefined : Math.max(0, Math.min(1, (at - window.startDate) / (window.endDate - window.startDate)))),
+  };
 }
 
 function parseCheckpoint(text: string | undefined): HistoryCheckpoint | undefined {
   if (text === undefined) return undefined;
   try {
     const c = JSON.parse(text) as Partial<HistoryCheckpoint>;
-    return typeof c.startDate === 'number' && typeof c.endDate === 'number' && typeof c.paginationToken === 'string' && typeof c.line === 'number' ? (c as HistoryCheckpoint) : undefined;
+    return typeof c.startDate === 'number' && typeof c.endDate === 'number' && typeof c.paginationToken === 'string' && typeof c.line === 'number'
+      ? (c as HistoryCheckpoint)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -137,7 +156,8 @@ export async function appleNotificationEvents(appId: string, verifier: AppleVeri
     throw new LineError((error as Error).message);
   }
   const events = mapDates(() => appleToEvents(appId, notification, transaction as AppleTransaction | undefined, renewal as AppleRenewalInfo | undefined));
-  if (events.length === 0) return skip(`notification ${notification.notificationUUID} (${notification.notificationType ?? 'no type'}) carries no transaction state`);
+  if (events.length === 0)
+    return skip(`notification ${notification.notificationUUID} (${notification.notificationType ?? 'no type'}) carries no transaction state`);
   return { events: events as unknown as ImportEvent[] };
 }
 

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { APIException, GetTransactionHistoryVersion, Order, VerificationException, VerificationStatus, type JWSRenewalInfoDecodedPayload, type JWSTransactionDecodedPayload } from '@apple/app-store-server-library';
+import {
+  APIException,
+  GetTransactionHistoryVersion,
+  Order,
+  VerificationException,
+  VerificationStatus,
+  type JWSRenewalInfoDecodedPayload,
+  type JWSTransactionDecodedPayload,
+} from '@apple/app-store-server-library';
 import { mapDates, refuseUnstorableDates } from '../../store-notifications/store-dates.js';
 import { appleToEvents, type AppleRenewalInfo, type AppleTransaction } from '../../store-notifications/apple/apple-to-events.js';
 import type { AppleVerifier } from '../../store-notifications/apple/apple-verifier.js';
@@ -18,8 +26,12 @@ export function parseAppleImportLine(text: string, line: number): AppleImportLin
   const [id, ...rest] = text.split(',');
   const transactionId = id.trim();
   const applicationUsername = rest.length > 0 ? rest.join(',').trim() : undefined;
-  if (line === 1 && /^transaction_?id$/i.test(transactionId)) throw new LineError('a header line: skip it by removing it (lines are transactionId[,applicationUsername])');
-  if (!TRANSACTION_ID.test(transactionId)) throw new LineError(`${JSON.stringify(transactionId.slice(0, 40))} is not an App Store transaction id (decimal digits); lines are transactionId[,applicationUsername]`);
+  if (line === 1 && /^transaction_?id$/i.test(transactionId))
+    throw new LineError('a header line: skip it by removing it (lines are transactionId[,applicationUsername])');
+  if (!TRANSACTION_ID.test(transactionId))
+    throw new LineError(
+      `${JSON.stringify(transactionId.slice(0, 40))} is not an App Store transaction id (decimal digits); lines are transactionId[,applicationUsername]`,
+    );
   if (applicationUsername !== undefined) {
     if (applicationUsername === '') throw new LineError('the applicationUsername after the comma is empty (leave out the comma for none)');
     if (Buffer.byteLength(applicationUsername) > USERNAME_MAX) throw new LineError(`the applicationUsername is over ${USERNAME_MAX} bytes`);
@@ -51,13 +63,16 @@ export async function appleTransactionEvents(appId: string, client: AppleApiClie
     let revision: string | null = null;
     for (let page = 0; ; page++) {
       const history = await client.getTransactionHistory(line.transactionId, revision, { sort: Order.ASCENDING }, GetTransactionHistoryVersion.V2);
-      for (const signed of history.signedTransactions ?? []) transactions.push(await verified('a signedTransaction of the transaction history', () => verifier.verifyAndDecodeTransaction(signed)));
+      for (const signed of history.signedTransactions ?? [])
+        transactions.push(await verified('a signedTransaction of the transaction history', () => verifier.verifyAndDecodeTransaction(signed)));
       if (!history.hasMore) break;
-      if (!history.revision || history.revision === revision) throw new LineError(`the transaction history of ${line.transactionId} says hasMore without a new revision (page ${page + 1})`);
+      if (!history.revision || history.revision === revision)
+        throw new LineError(`the transaction history of ${line.transactionId} says hasMore without a new revision (page ${page + 1})`);
       revision = history.revision;
     }
   } catch (error) {
-    if (error instanceof APIException && error.apiError !== null && NOT_FOUND.has(Number(error.apiError))) return skip(`Apple knows no transaction ${line.transactionId} for this app and environment (${error.apiError}: ${error.errorMessage ?? 'not found'})`);
+    if (error instanceof APIException && error.apiError !== null && NOT_FOUND.has(Number(error.apiError)))
+      return skip(`Apple knows no transaction ${line.transactionId} for this app and environment (${error.apiError}: ${error.errorMessage ?? 'not found'})`);
     throw asLineError(error, `the transaction history of ${line.transactionId}`);
   }
   if (transactions.length === 0) return skip(`Apple's transaction history of ${line.transactionId} is empty`);
@@ -69,8 +84,12 @@ export async function appleTransactionEvents(appId: string, client: AppleApiClie
       const statuses = await client.getAllSubscriptionStatuses(line.transactionId);
       for (const group of statuses.data ?? []) {
         for (const last of group.lastTransactions ?? []) {
-          const t = last.signedTransactionInfo ? await verified('a signedTransactionInfo of the subscription statuses', () => verifier.verifyAndDecodeTransaction(last.signedTransactionInfo!)) : undefined;
-          const renewal = last.signedRenewalInfo ? await verified('a signedRenewalInfo of the subscription statuses', () => verifier.verifyAndDecodeRenewalInfo(last.signedRenewalInfo!)) : undefined;
+          const t = last.signedTransactionInfo
+            ? await verified('a signedTransactionInfo of the subscription statuses', () => verifier.verifyAndDecodeTransaction(last.signedTransactionInfo!))
+            : undefined;
+          const renewal = last.signedRenewalInfo
+            ? await verified('a signedRenewalInfo of the subscription statuses', () => verifier.verifyAndDecodeRenewalInfo(last.signedRenewalInfo!))
+            : undefined;
           const original = last.originalTransactionId ?? t?.originalTransactionId ?? renewal?.originalTransactionId;
           if (original) renewals.set(original, { transactionId: t?.transactionId, status: typeof last.status === 'number' ? last.status : undefined, renewal });
         }
@@ -140,7 +159,11 @@ async function verified<T>(what: string, run: () => Promise<T>): Promise<T> {
 
 /** An answer of Apple's that no retry changes (4xx but 401/429, or an answer the library's validators refuse): the line fails, named. */
 function asLineError(error: unknown, what: string): unknown {
-  if (error instanceof APIException) return new LineError(`Apple refused ${what}: HTTP ${error.httpStatusCode}${error.apiError ? ` ${error.apiError}` : ''}${error.errorMessage ? ` (${error.errorMessage})` : ''}`);
-  if (error instanceof Error && error.message === 'Unexpected response body format') return new LineError(`Apple's answer for ${what} is not of the documented shape`);
+  if (error instanceof APIException)
+    return new LineError(
+      `Apple refused ${what}: HTTP ${error.httpStatusCode}${error.apiError ? ` ${error.apiError}` : ''}${error.errorMessage ? ` (${error.errorMessage})` : ''}`,
+    );
+  if (error instanceof Error && error.message === 'Unexpected response body format')
+    return new LineError(`Apple's answer for ${what} is not of the documented shape`);
   return error;
 }

@@ -47,7 +47,12 @@ export type GoogleCallFailure =
  * line alike. Anything else (5xx, network) may pass on a retry.
  */
 export function classifyGoogleCall(error: unknown, now = Date.now()): GoogleCallFailure {
-  const e = error as { status?: number; code?: unknown; response?: { status?: number; headers?: unknown; data?: { error?: { message?: string } } }; message?: string };
+  const e = error as {
+    status?: number;
+    code?: unknown;
+    response?: { status?: number; headers?: unknown; data?: { error?: { message?: string } } };
+    message?: string;
+  };
   const status = e.response?.status ?? e.status ?? (typeof e.code === 'number' ? e.code : undefined);
   const message = e.response?.data?.error?.message ?? e.message ?? String(error);
   if (status === 404 || status === 410) return { kind: 'forgotten', status, message };
@@ -94,7 +99,10 @@ function mapped<T>(run: () => T): T {
  * new ones, and the fetch time orders it among notifications like the notification path does.
  */
 export function importMessageId(kind: string, token: string, state: unknown, extra = ''): string {
-  return `google-import:${createHash('sha256').update(`${kind}\n${token}\n${extra}\n${JSON.stringify(state)}`).digest('base64url').slice(0, 32)}`;
+  return `google-import:${createHash('sha256')
+    .update(`${kind}\n${token}\n${extra}\n${JSON.stringify(state)}`)
+    .digest('base64url')
+    .slice(0, 32)}`;
 }
 
 type Fetched<T> = { ok: true; value: T } | { ok: false; forgotten: GoogleCallFailure };
@@ -114,7 +122,13 @@ async function call<T>(run: () => Promise<T>): Promise<Fetched<T>> {
  * it replaced through linkedPurchaseToken, each marked upgraded) or, with a productId, a one-time
  * product (products.get). A token Google no longer knows is skipped with the reason.
  */
-export async function importGooglePurchase(api: GooglePlayApi, appId: string, packageName: string, line: GoogleImportLine, now: () => Date = () => new Date()): Promise<LineResult> {
+export async function importGooglePurchase(
+  api: GooglePlayApi,
+  appId: string,
+  packageName: string,
+  line: GoogleImportLine,
+  now: () => Date = () => new Date(),
+): Promise<LineResult> {
   const { purchaseToken, productId, applicationUsername } = line;
   if (productId) {
     const fetched = await call(() => api.product(packageName, productId, purchaseToken));
@@ -125,7 +139,10 @@ export async function importGooglePurchase(api: GooglePlayApi, appId: string, pa
     return events.length ? { events: asImportEvents(events) } : { skip: 'Google answers no order id for this one-time purchase: nothing to record' };
   }
   const fetched = await call(() => api.subscription(packageName, purchaseToken));
-  if (!fetched.ok) return { skip: `Google does not know this subscription purchase (HTTP ${fetched.forgotten.status}: ${fetched.forgotten.message}); a one-time product needs its productId on the line` };
+  if (!fetched.ok)
+    return {
+      skip: `Google does not know this subscription purchase (HTTP ${fetched.forgotten.status}: ${fetched.forgotten.message}); a one-time product needs its productId on the line`,
+    };
   const state = fetched.value;
   const s = withUsername(state, applicationUsername);
   const events = mapped(() => googleSubscriptionEvents(appId, importMessageId('subscription', purchaseToken, s), purchaseToken, s, now()));
@@ -172,7 +189,9 @@ export function googleVoidedImportEvents(appId: string, v: androidpublisher_v3.S
   const time = new Date(Math.max(ms, stored.versionTime.getTime() + 1));
   const s = stored.snapshot;
   const snapshot = Object.fromEntries(
-    Object.entries({ ...s, amountMicros: s.amountMicros === null || s.amountMicros === undefined ? null : Number(s.amountMicros) }).filter(([, value]) => value !== null && value !== undefined),
+    Object.entries({ ...s, amountMicros: s.amountMicros === null || s.amountMicros === undefined ? null : Number(s.amountMicros) }).filter(
+      ([, value]) => value !== null && value !== undefined,
+    ),
   );
   const messageId = `google-voided:${createHash('sha256').update(`${v.orderId}\n${v.voidedTimeMillis}`).digest('base64url').slice(0, 32)}`;
   return { events: asImportEvents(mapped(() => googleVoidedEvents(appId, messageId, snapshot, voidedAt, time))) };

@@ -22,7 +22,13 @@ export const voidedItemKey = (v: VoidedPurchase): string => `${v.orderId ?? ''}@
  * page through tokenPagination.nextPageToken. A 429 or 5xx is retried (Retry-After honoured);
  * anything else stops the listing with the API's words.
  */
-export async function* listVoidedPurchases(api: GooglePlayApi, packageName: string, startTime: number, retry?: Partial<RetryPolicy>, signal?: AbortSignal): AsyncGenerator<VoidedPurchase> {
+export async function* listVoidedPurchases(
+  api: GooglePlayApi,
+  packageName: string,
+  startTime: number,
+  retry?: Partial<RetryPolicy>,
+  signal?: AbortSignal,
+): AsyncGenerator<VoidedPurchase> {
   const gate = new RetryGate();
   let token: string | undefined;
   do {
@@ -34,7 +40,9 @@ export async function* listVoidedPurchases(api: GooglePlayApi, packageName: stri
         } catch (error) {
           const failure = classifyGoogleCall(error);
           if (failure.kind === 'forgotten' || failure.kind === 'refused') {
-            throw new ImportFatalError(`voidedpurchases.list for ${packageName} answered HTTP ${failure.status}: ${failure.message}${failure.status === 401 || failure.status === 403 ? ' (check GOOGLE_SERVICE_ACCOUNT_FILE: the account needs "View financial data" in Play Console for this app)' : ''}`);
+            throw new ImportFatalError(
+              `voidedpurchases.list for ${packageName} answered HTTP ${failure.status}: ${failure.message}${failure.status === 401 || failure.status === 403 ? ' (check GOOGLE_SERVICE_ACCOUNT_FILE: the account needs "View financial data" in Play Console for this app)' : ''}`,
+            );
           }
           throw googleCallError(failure);
         }
@@ -58,4 +66,3 @@ export async function storedOrder(db: DataSource, appId: string, orderId: string
   const { versionTime, ...snapshot } = row;
   return { snapshot, versionTime: new Date(versionTime) };
 }
-

@@ -117,7 +117,13 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
         const from = BigInt(row?.next_offset ?? '0');
         const bound = bounds?.get(EMBEDDED_PARTITION);
         const limit = bound === undefined ? this.config.projectionBatchSize : Math.min(this.config.projectionBatchSize, Number(bound - from));
-        const read = limit > 0 ? await readEventLogBatch(this.db, topic, EMBEDDED_PARTITION, String(from), limit, { messageBytes: this.config.eventMaxBytes, batchBytes: BATCH_BYTES }) : undefined;
+        const read =
+          limit > 0
+            ? await readEventLogBatch(this.db, topic, EMBEDDED_PARTITION, String(from), limit, {
+                messageBytes: this.config.eventMaxBytes,
+                batchBytes: BATCH_BYTES,
+              })
+            : undefined;
         const messages = read?.messages ?? [];
         const first = messages[0]?.offset ?? read?.tooLarge?.offset;
         if (first === undefined || BigInt(first) !== from) {
@@ -136,7 +142,11 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
           continue;
         }
         if (messages.length > 0) {
-          await this.projector.apply({ topic, partition: EMBEDDED_PARTITION, messages }, { shouldContinue: () => !this.stopping }, { schema, stage: this.target.stage, signal: this.abortBatch.signal });
+          await this.projector.apply(
+            { topic, partition: EMBEDDED_PARTITION, messages },
+            { shouldContinue: () => !this.stopping },
+            { schema, stage: this.target.stage, signal: this.abortBatch.signal },
+          );
           const next = BigInt(messages.at(-1)!.offset) + 1n;
           // the log's end only matters while there is more to read: a batch that reached it is caught up
           this.catchUp.batchApplied(EMBEDDED_PARTITION, messages.length, next, read?.more ? (await eventLogBounds(this.db, topic)).high : next);
@@ -161,7 +171,11 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
     if (!head) return; // gone meanwhile: the next read looks at the log again
     const message = { topic: this.topic, partition: EMBEDDED_PARTITION, offset, ...head, sha1: null };
     const outcome = await deadLetterTooLarge(this.db, message, max, { schema: this.target.schema });
-    this.observer?.batchApplied({ topic: this.topic, partition: EMBEDDED_PARTITION, messages: [{ offset, key: null, value: null }] }, outcome, performance.now() - started);
+    this.observer?.batchApplied(
+      { topic: this.topic, partition: EMBEDDED_PARTITION, messages: [{ offset, key: null, value: null }] },
+      outcome,
+      performance.now() - started,
+    );
   }
 
   private idle(): Promise<void> {

@@ -16,7 +16,13 @@ describe('fitDeadLetter', () => {
     const m = fitDeadLetter(letter(Buffer.from('{oops')), 1_048_588);
     expect(m.key).toEqual(Buffer.from([0, 1, 0]));
     expect(m.value).toEqual(Buffer.from('{oops'));
-    expect(m.headers).toEqual({ 'dlq-reason-code': 'not_json', 'dlq-reason': 'not JSON', 'dlq-source-topic': 'events', 'dlq-source-partition': '2', 'dlq-source-offset': '41' });
+    expect(m.headers).toEqual({
+      'dlq-reason-code': 'not_json',
+      'dlq-reason': 'not JSON',
+      'dlq-source-topic': 'events',
+      'dlq-source-partition': '2',
+      'dlq-source-offset': '41',
+    });
   });
 
   it('truncates a copy that would not fit the broker limit, and says so', () => {

@@ -344,7 +344,8 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
   }
 
   private async onBatch(consumer: Consumer, { batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload): Promise<void> {
-    if (batch.messages.length === 0 || this.stopping || !isRunning() || isStale() || this.blocked.has(batch.partition) || this.held.has(batch.partition)) return;
+    if (batch.messages.length === 0 || this.stopping || !isRunning() || isStale() || this.blocked.has(batch.partition) || this.held.has(batch.partition))
+      return;
     // The log now ends before what was projected: the topic was recreated or truncated under us
     // (kafkajs would otherwise reset the fetch position and the stored offset would hide new events).
     const expected = this.nextOffsets.get(batch.partition);
@@ -394,10 +395,16 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
    * each dead-lettered on its own between the batches of those around it. Undefined when given up
    * or the partition was blocked.
    */
-  private async applyMessages(consumer: Consumer, partition: number, messages: LogMessage[], logEnd: bigint, control: RetryControl): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
+  private async applyMessages(
+    consumer: Consumer,
+    partition: number,
+    messages: LogMessage[],
+    logEnd: bigint,
+    control: RetryControl,
+  ): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
     const tooLarge = (m: LogMessage) => (m.value?.length ?? 0) + (m.key?.length ?? 0) > this.maxMessageBytes;
     let outcome: Extract<BatchOutcome, { kind: 'applied' }> | undefined;
-    for (let start = 0; start < messages.length; ) {
+    for (let start = 0; start < messages.length;) {
       let end = start;
       while (end < messages.length && !tooLarge(messages[end])) end++;
       if (start > 0 && !control.shouldContinue()) return undefined;
@@ -413,12 +420,27 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
     return outcome;
   }
 
-  private async deadLetterTooLarge(consumer: Consumer, partition: number, message: LogMessage, follows: string | undefined, logEnd: bigint, control: RetryControl): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
+  private async deadLetterTooLarge(
+    consumer: Consumer,
+    partition: number,
+    message: LogMessage,
+    follows: string | undefined,
+    logEnd: bigint,
+    control: RetryControl,
+  ): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
     if (!control.shouldContinue()) return undefined;
     const started = performance.now();
     const value = message.value ?? Buffer.alloc(0);
     const key = message.key === null ? null : Buffer.isBuffer(message.key) ? message.key : Buffer.from(message.key);
-    const letter = { topic: this.settings.topic, partition, offset: message.offset, bytes: value.length + (key?.length ?? 0), key, value, sha1: messageSha1(value) };
+    const letter = {
+      topic: this.settings.topic,
+      partition,
+      offset: message.offset,
+      bytes: value.length + (key?.length ?? 0),
+      key,
+      value,
+      sha1: messageSha1(value),
+    };
     const outcome = await deadLetterTooLarge(this.db, letter, this.maxMessageBytes, {
       schema: this.target.schema,
       follows,
@@ -429,7 +451,13 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
     return this.settle(consumer, partition, outcome, message.offset, logEnd);
   }
 
-  private async applyBatch(consumer: Consumer, partition: number, messages: LogMessage[], logEnd: bigint, control: RetryControl): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
+  private async applyBatch(
+    consumer: Consumer,
+    partition: number,
+    messages: LogMessage[],
+    logEnd: bigint,
+    control: RetryControl,
+  ): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
     let outcome;
     try {
       outcome = await this.projector.apply({ topic: this.settings.topic, partition, messages }, control, {
@@ -447,7 +475,13 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
   }
 
   /** After a batch's transaction: blocks the partition at a gap, or commits the new offset to Kafka too. */
-  private async settle(consumer: Consumer, partition: number, outcome: BatchOutcome, firstOffset: string, logEnd: bigint): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
+  private async settle(
+    consumer: Consumer,
+    partition: number,
+    outcome: BatchOutcome,
+    firstOffset: string,
+    logEnd: bigint,
+  ): Promise<Extract<BatchOutcome, { kind: 'applied' }> | undefined> {
     if (outcome.kind === 'gap') {
       // Events between the stored offset and this batch no longer exist (retention passed them):
       // never skipped silently. The next look at the partition names the offsets.
@@ -522,4 +556,3 @@ export class KafkaProjectionConsumer implements OnApplicationBootstrap, BeforeAp
     }
   }
 }
-

@@ -19,7 +19,8 @@ const COMPARED: Record<string, string> = {
   transaction_day_counts: 'app_id, day::text AS day, n',
   transaction_filter_day_counts: 'app_id, product_id, platform, sandbox, day::text AS day, n',
   customer_day_counts: 'app_id, day::text AS day, n',
-  customer_end_weeks: 'app_id, end_day::text AS end_day, first_week::text AS first_week, product_id, renewal_intent, grace_day::text AS grace_day, billing_retry, n',
+  customer_end_weeks:
+    'app_id, end_day::text AS end_day, first_week::text AS first_week, product_id, renewal_intent, grace_day::text AS grace_day, billing_retry, n',
 };
 
 /** Differences between the live read models and a rebuilt generation, table by table. */

@@ -12,7 +12,11 @@ export interface ProgressReporter {
   stop(): void;
 }
 
-const positionsText = (p: Map<number, bigint>) => [...p].sort(([a], [b]) => a - b).map(([k, v]) => `p${k}@${v}`).join(' ');
+const positionsText = (p: Map<number, bigint>) =>
+  [...p]
+    .sort(([a], [b]) => a - b)
+    .map(([k, v]) => `p${k}@${v}`)
+    .join(' ');
 
 /** Events, rate, ETA and partition positions: a bar on a terminal, a plain line every 5 s otherwise. */
 export function createProgressReporter(tty = process.stderr.isTTY): ProgressReporter {
@@ -26,7 +30,11 @@ export function createProgressReporter(tty = process.stderr.isTTY): ProgressRepo
         progress = createProgress({ label: `rebuild ${s.phase}`, unit: 'events', tty });
         phase = s.phase;
       }
-      progress!.update({ done: Number(s.done), fraction: s.total > 0n ? Number(s.done) / Number(s.total) : undefined, detail: `of ${s.total}, ${positionsText(s.positions) || '-'}` });
+      progress!.update({
+        done: Number(s.done),
+        fraction: s.total > 0n ? Number(s.done) / Number(s.total) : undefined,
+        detail: `of ${s.total}, ${positionsText(s.positions) || '-'}`,
+      });
     },
     stop: () => progress?.stop(),
   };

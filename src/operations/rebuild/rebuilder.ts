@@ -65,7 +65,11 @@ export class Rebuilder {
     const schema = GENERATION_SCHEMA[kind];
     try {
       const topic = this.topic;
-      const [existing] = (await this.db.query(rebuildSql.running, [schema])) as { id: string; target_offsets: Record<string, string>; changes_from: string | null }[];
+      const [existing] = (await this.db.query(rebuildSql.running, [schema])) as {
+        id: string;
+        target_offsets: Record<string, string>;
+        changes_from: string | null;
+      }[];
       const resumed = kind === 'rebuild' && existing !== undefined;
       let id: string;
       let target: Offsets;
@@ -74,14 +78,23 @@ export class Rebuilder {
         id = existing.id;
         changesFrom = existing.changes_from ?? '0';
         target = new Map(Object.entries(existing.target_offsets).map(([p, o]) => [Number(p), BigInt(o)]));
-        this.logger.log({ msg: `resuming rebuild #${id} into ${schema}`, from: Object.fromEntries([...(await this.offsets(schema))].map(([p, o]) => [p, o.toString()])) });
+        this.logger.log({
+          msg: `resuming rebuild #${id} into ${schema}`,
+          from: Object.fromEntries([...(await this.offsets(schema))].map(([p, o]) => [p, o.toString()])),
+        });
       } else {
         if (existing) await this.db.query(rebuildSql.finish, [existing.id, 'aborted', JSON.stringify({ reason: 'superseded by a new verify' })]);
         if (!options.allowPartialHistory) await this.refusePartialHistory();
         changesFrom = await this.createGeneration(schema);
         if (options.allowPartialHistory) await this.startAtLogStart(schema);
         target = await this.logEndOffsets();
-        [{ id }] = await this.db.query(rebuildSql.start, [kind, schema, JSON.stringify(Object.fromEntries([...target].map(([p, o]) => [p, o.toString()]))), this.owner, changesFrom]);
+        [{ id }] = await this.db.query(rebuildSql.start, [
+          kind,
+          schema,
+          JSON.stringify(Object.fromEntries([...target].map(([p, o]) => [p, o.toString()]))),
+          this.owner,
+          changesFrom,
+        ]);
         this.logger.log({ msg: `${kind} #${id} into ${schema}`, topic, targetOffsets: Object.fromEntries([...target].map(([p, o]) => [p, o.toString()])) });
       }
 
@@ -168,7 +181,9 @@ export class Rebuilder {
       await client.end();
       const h = holder.rows[0];
       throw new RebuildError(
-        h ? `another rebuild is running: held by "${h.application_name}" connected since ${new Date(h.backend_start).toISOString()}${h.client_addr ? ` from ${h.client_addr}` : ''}` : 'another rebuild is running',
+        h
+          ? `another rebuild is running: held by "${h.application_name}" connected since ${new Date(h.backend_start).toISOString()}${h.client_addr ? ` from ${h.client_addr}` : ''}`
+          : 'another rebuild is running',
       );
     }
     this.lockClient = client;
@@ -213,7 +228,9 @@ export class Rebuilder {
     const staged = await this.offsets(schema);
     this.progress.update({ phase: 'folding', done: 0n, total: sum(staged), positions: staged });
     await this.db.transaction(async (m) => {
-      await foldStaged(m, schema, kind === 'rebuild' ? 'generation' : 'scratch', (step) => this.logger.log({ msg: `folding the staged log: ${step}`, schema, seconds: (Date.now() - started) / 1000 }));
+      await foldStaged(m, schema, kind === 'rebuild' ? 'generation' : 'scratch', (step) =>
+        this.logger.log({ msg: `folding the staged log: ${step}`, schema, seconds: (Date.now() - started) / 1000 }),
+      );
       failpoint('before-fold-commit');
     });
     failpoint('after-fold-commit');
@@ -287,14 +304,26 @@ export class Rebuilder {
    * Waits until the generation's offsets reach `goal` on every partition, reporting progress. A
    * partition the runner finds blocked (its offsets no longer in the log) would never get there.
    */
-  private async waitFor(schema: string, goal: Offsets, phase: 'staging' | 'replaying' | 'catching up', bounds: Offsets, runner: Runner, followLive = false): Promise<void> {
+  private async waitFor(
+    schema: string,
+    goal: Offsets,
+    phase: 'staging' | 'replaying' | 'catching up',
+    bounds: Offsets,
+    runner: Runner,
+    followLive = false,
+  ): Promise<void> {
     for (;;) {
       const health = runner.consumer.health();
       if (health.state === 'blocked') throw new LogChangedError(health.reason ?? 'a partition is blocked');
       if (followLive) for (const [p, o] of await this.offsets('read_model')) bounds.set(p, o);
       const at = await this.offsets(schema);
-      const effectiveGoal = followLive ? new Map([...goal].map(([p, o]) => [p, (bounds.get(p) ?? 0n) < o ? bounds.get(p) ?? 0n : o])) : goal;
-      this.progress.update({ phase, done: sum(new Map([...effectiveGoal].map(([p, g]) => [p, (at.get(p) ?? 0n) < g ? at.get(p) ?? 0n : g]))), total: sum(effectiveGoal), positions: at });
+      const effectiveGoal = followLive ? new Map([...goal].map(([p, o]) => [p, (bounds.get(p) ?? 0n) < o ? (bounds.get(p) ?? 0n) : o])) : goal;
+      this.progress.update({
+        phase,
+        done: sum(new Map([...effectiveGoal].map(([p, g]) => [p, (at.get(p) ?? 0n) < g ? (at.get(p) ?? 0n) : g]))),
+        total: sum(effectiveGoal),
+        positions: at,
+      });
       if ([...effectiveGoal].every(([p, g]) => (at.get(p) ?? 0n) >= g)) return;
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
@@ -339,7 +368,11 @@ export class Rebuilder {
       await m.query(`ALTER SCHEMA ${schema} RENAME TO read_model`);
       for (const table of FEED_TABLES) await m.query(installStampTriggerSql('read_model', table, 'live'));
       const [{ generation }] = await m.query(rebuildSql.bumpGeneration);
-      await m.query(rebuildSql.finish, [id, 'switched', JSON.stringify({ generation, offsets: Object.fromEntries([...live].map(([p, o]) => [p, o.toString()])) })]);
+      await m.query(rebuildSql.finish, [
+        id,
+        'switched',
+        JSON.stringify({ generation, offsets: Object.fromEntries([...live].map(([p, o]) => [p, o.toString()])) }),
+      ]);
       this.logger.log({ msg: `switched to generation ${generation}`, offsets: Object.fromEntries([...live].map(([p, o]) => [p, o.toString()])) });
       return generation as number;
     });

@@ -14,7 +14,16 @@ export const STAGED_TABLE = 'staged_events';
 
 /** What stageEvents writes per event, in COPY order. */
 export const STAGED_COLUMNS = [
-  'kind', 'app_id', 'transaction_id', ...SNAPSHOT_COLUMNS, 'first_event_at', 'occurred_at', 'application_username', 'log_partition', 'log_offset', 'version_digest',
+  'kind',
+  'app_id',
+  'transaction_id',
+  ...SNAPSHOT_COLUMNS,
+  'first_event_at',
+  'occurred_at',
+  'application_username',
+  'log_partition',
+  'log_offset',
+  'version_digest',
 ] as const;
 
 export const bulkSql = (schema: string) => ({

@@ -61,7 +61,15 @@ export async function stageEvents(m: Pick<EntityManager, 'queryRunner'>, schema:
         break;
       }
       case 'receipt.linked':
-        row = { app_id: event.appId, receipt_id: event.data.receiptId, application_username: event.data.applicationUsername, kind: 'l', ...version, log_partition: partition, log_offset: offset };
+        row = {
+          app_id: event.appId,
+          receipt_id: event.data.receiptId,
+          application_username: event.data.applicationUsername,
+          kind: 'l',
+          ...version,
+          log_partition: partition,
+          log_offset: offset,
+        };
         break;
       case 'customer.erased': {
         const byHash = event.data.usernameHash !== undefined;

@@ -19,7 +19,8 @@ const PROBLEM_CONTENT = { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/component
 
 /** What each way of failing Apple's verification means, in the store operator's terms. */
 const VERIFICATION_FAILURES: Partial<Record<VerificationStatus, string>> = {
-  [VerificationStatus.VERIFICATION_FAILURE]: 'the signature or the certificate chain does not verify against APPLE_ROOT_CERTIFICATES, or the payload is not a JWS of the expected shape',
+  [VerificationStatus.VERIFICATION_FAILURE]:
+    'the signature or the certificate chain does not verify against APPLE_ROOT_CERTIFICATES, or the payload is not a JWS of the expected shape',
   [VerificationStatus.INVALID_APP_IDENTIFIER]: 'it is for another bundle id or app Apple id',
   [VerificationStatus.INVALID_ENVIRONMENT]: 'it is for the other environment',
   [VerificationStatus.INVALID_CHAIN_LENGTH]: 'its x5c chain does not hold three certificates',
@@ -60,7 +61,7 @@ export class AppleNotificationsController {
   @ApiOperation({
     operationId: 'receiveAppleNotification',
     summary: 'Receive an App Store Server Notification V2',
-    description: 'Point App Store Connect at this URL. Verified with Apple\'s library against APPLE_ROOT_CERTIFICATES; mapping in docs/events/apple.md.',
+    description: "Point App Store Connect at this URL. Verified with Apple's library against APPLE_ROOT_CERTIFICATES; mapping in docs/events/apple.md.",
   })
   @ApiBody({ schema: { type: 'object', required: ['signedPayload'], properties: { signedPayload: { type: 'string', description: 'The JWS Apple sends' } } } })
   @ApiOkResponse({ schema: outcomeSchema as object })
@@ -75,7 +76,9 @@ export class AppleNotificationsController {
     const type = notification.notificationType ?? 'UNKNOWN';
     const signedTransaction = notification.data?.signedTransactionInfo;
     const signedRenewal = notification.data?.signedRenewalInfo;
-    const transaction = signedTransaction ? await this.verify('signedTransactionInfo', appId, () => verifier.verifyAndDecodeTransaction(signedTransaction)) : undefined;
+    const transaction = signedTransaction
+      ? await this.verify('signedTransactionInfo', appId, () => verifier.verifyAndDecodeTransaction(signedTransaction))
+      : undefined;
     const renewal = signedRenewal ? await this.verify('signedRenewalInfo', appId, () => verifier.verifyAndDecodeRenewalInfo(signedRenewal)) : undefined;
     try {
       refuseUnstorableDates('signedPayload', notification);
@@ -93,7 +96,11 @@ export class AppleNotificationsController {
     try {
       await this.publisher.publish(events);
     } catch (error) {
-      this.metrics.storeNotifications.inc({ store: 'apple', type, outcome: error instanceof StoreNotificationError && error.code === ErrorCode.EventLogUnavailable ? 'retry' : 'refused' });
+      this.metrics.storeNotifications.inc({
+        store: 'apple',
+        type,
+        outcome: error instanceof StoreNotificationError && error.code === ErrorCode.EventLogUnavailable ? 'retry' : 'refused',
+      });
       throw error;
     }
     this.metrics.storeNotifications.inc({ store: 'apple', type, outcome: 'published' });
@@ -103,7 +110,8 @@ export class AppleNotificationsController {
   private verifierFor(appId: string): AppleVerifier {
     // Unconfigured applications are answered 404 before the body is read (notification-routes.ts); kept as a backstop.
     const app = this.config.apple?.apps.get(appId);
-    if (!app) throw new StoreNotificationError(ErrorCode.NotFound, `no App Store notifications are configured for application ${JSON.stringify(appId)} (APPLE_APPS)`);
+    if (!app)
+      throw new StoreNotificationError(ErrorCode.NotFound, `no App Store notifications are configured for application ${JSON.stringify(appId)} (APPLE_APPS)`);
     let verifier = this.verifiers.get(appId);
     if (!verifier) {
       // No online checks: no network at run time; the chain is checked against the configured roots (apple-verifier.ts says at which instant).

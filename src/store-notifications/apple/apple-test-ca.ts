@@ -31,7 +31,10 @@ export async function createAppleTestCa(o: { notBefore?: Date; notAfter?: Date }
     notBefore,
     notAfter,
     signingAlgorithm: SIGNING,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+    ],
   });
   const intermediate = await x509.X509CertificateGenerator.create({
     subject: 'CN=Test WWDR Intermediate (subscription-records), O=Test',

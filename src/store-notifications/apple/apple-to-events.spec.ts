@@ -66,13 +66,23 @@ describe('appleToEvents', () => {
 
   it('given DID_CHANGE_RENEWAL_PREF DOWNGRADE, then the current transaction again, unchanged until the renewal', () => {
     const [event] = appleToEvents('app', notification('DID_CHANGE_RENEWAL_PREF', 'DOWNGRADE'), yearly, renewal('pro_yearly', 'basic_monthly'));
-    expect(event.data).toMatchObject({ transactionId: 'apple:1000000001', productId: 'apple:pro_yearly', expirationDate: '2027-01-10T00:00:00.000Z', renewalIntent: 'Renew' });
+    expect(event.data).toMatchObject({
+      transactionId: 'apple:1000000001',
+      productId: 'apple:pro_yearly',
+      expirationDate: '2027-01-10T00:00:00.000Z',
+      renewalIntent: 'Renew',
+    });
     expect(event.data.isUpgraded).toBeUndefined();
     expect(event.data.lastRenewalDate).toBeUndefined();
   });
 
   it('given the old transaction with isUpgraded (as the transaction history shows it), then it is marked replaced', () => {
-    const [event] = appleToEvents('app', notification('REFUND'), { ...yearly, isUpgraded: true, revocationDate: ms('2026-06-01T00:00:00Z'), revocationReason: 0 }, undefined);
+    const [event] = appleToEvents(
+      'app',
+      notification('REFUND'),
+      { ...yearly, isUpgraded: true, revocationDate: ms('2026-06-01T00:00:00Z'), revocationReason: 0 },
+      undefined,
+    );
     expect(event.data).toMatchObject({ isUpgraded: true, cancelationReason: 'System.Replaced', isExpired: true });
   });
 
@@ -96,7 +106,16 @@ describe('appleToEvents: offers and ownership', () => {
   };
 
   it('given SUBSCRIBED RESUBSCRIBE with a win-back offer (offerType 4), then offerType WIN_BACK, its identifier, payment mode and period', () => {
-    const winBack = { ...monthly, transactionId: '1000000003', offerType: 4, offerIdentifier: 'come_back_3m', offerDiscountType: 'PAY_UP_FRONT', offerPeriod: 'P3M', inAppOwnershipType: 'PURCHASED', price: 4990 };
+    const winBack = {
+      ...monthly,
+      transactionId: '1000000003',
+      offerType: 4,
+      offerIdentifier: 'come_back_3m',
+      offerDiscountType: 'PAY_UP_FRONT',
+      offerPeriod: 'P3M',
+      inAppOwnershipType: 'PURCHASED',
+      price: 4990,
+    };
     expect(decoded('SUBSCRIBED', winBack, 'RESUBSCRIBE')).toMatchObject({
       offerType: 'WIN_BACK',
       discountId: 'come_back_3m',
@@ -115,12 +134,21 @@ describe('appleToEvents: offers and ownership', () => {
     [2, 'PAY_AS_YOU_GO', 'PROMOTIONAL', { isTrialPeriod: false, isIntroPeriod: false }],
     [3, 'ONE_TIME', 'OFFER_CODE', { isTrialPeriod: false, isIntroPeriod: false }],
   ])('given offerType %i with %s, then offerType %s and the trial/intro flags as before', (offerType, offerDiscountType, named, flags) => {
-    expect(decoded('OFFER_REDEEMED', { ...yearly, offerType, offerDiscountType, offerPeriod: 'P1W' }, 'INITIAL_BUY')).toMatchObject({ offerType: named, offerDiscountType, offerPeriod: 'P1W', ...flags });
+    expect(decoded('OFFER_REDEEMED', { ...yearly, offerType, offerDiscountType, offerPeriod: 'P1W' }, 'INITIAL_BUY')).toMatchObject({
+      offerType: named,
+      offerDiscountType,
+      offerPeriod: 'P1W',
+      ...flags,
+    });
   });
 
-  it('given a family member\'s transaction (inAppOwnershipType FAMILY_SHARED), then the row says FAMILY_SHARED and the access is mapped as any other', () => {
+  it("given a family member's transaction (inAppOwnershipType FAMILY_SHARED), then the row says FAMILY_SHARED and the access is mapped as any other", () => {
     const shared = { ...yearly, transactionId: '2000000001', originalTransactionId: '2000000001', inAppOwnershipType: 'FAMILY_SHARED', price: undefined };
-    expect(decoded('SUBSCRIBED', shared, 'INITIAL_BUY')).toMatchObject({ ownershipType: 'FAMILY_SHARED', expirationDate: '2027-01-10T00:00:00.000000Z', renewalIntent: 'Renew' });
+    expect(decoded('SUBSCRIBED', shared, 'INITIAL_BUY')).toMatchObject({
+      ownershipType: 'FAMILY_SHARED',
+      expirationDate: '2027-01-10T00:00:00.000000Z',
+      renewalIntent: 'Renew',
+    });
   });
 
   it('given no offer and no ownership (older payloads), then none of the new fields', () => {
@@ -129,16 +157,26 @@ describe('appleToEvents: offers and ownership', () => {
   });
 
   it('given values Apple may add later or garbled ones, then the known shape passes, nothing the contract would refuse is sent', () => {
-    const odd = { ...yearly, offerType: 9, offerDiscountType: 'SOME_NEW_MODE', offerPeriod: 'forever and a day'.repeat(10), inAppOwnershipType: 'x'.repeat(300) };
+    const odd = {
+      ...yearly,
+      offerType: 9,
+      offerDiscountType: 'SOME_NEW_MODE',
+      offerPeriod: 'forever and a day'.repeat(10),
+      inAppOwnershipType: 'x'.repeat(300),
+    };
     const data = decoded('SUBSCRIBED', odd, 'INITIAL_BUY');
     expect(data).toMatchObject({ offerDiscountType: 'SOME_NEW_MODE' });
     for (const field of ['offerType', 'offerPeriod', 'ownershipType']) expect(data).not.toHaveProperty(field);
   });
 
-  it.each([['EXTERNAL_PURCHASE_TOKEN', 'UNREPORTED'], ['RENEWAL_EXTENSION', 'SUMMARY'], ['TEST', undefined], ['METADATA_UPDATE', undefined], ['MIGRATION', undefined], ['RESCIND_CONSENT', undefined]])(
-    'given %s (%s), then nothing is published',
-    (type, subtype) => {
-      expect(appleToEvents('app', notification(type, subtype), yearly, undefined)).toEqual([]);
-    },
-  );
+  it.each([
+    ['EXTERNAL_PURCHASE_TOKEN', 'UNREPORTED'],
+    ['RENEWAL_EXTENSION', 'SUMMARY'],
+    ['TEST', undefined],
+    ['METADATA_UPDATE', undefined],
+    ['MIGRATION', undefined],
+    ['RESCIND_CONSENT', undefined],
+  ])('given %s (%s), then nothing is published', (type, subtype) => {
+    expect(appleToEvents('app', notification(type, subtype), yearly, undefined)).toEqual([]);
+  });
 });

@@ -51,7 +51,15 @@ export type AppleRenewalInfo = {
  * Notification types that carry no transaction state (or, CONSUMPTION_REQUEST, a transaction whose
  * state did not change): acknowledged and counted, not published.
  */
-export const APPLE_TYPES_WITHOUT_TRANSACTION = new Set(['TEST', 'CONSUMPTION_REQUEST', 'RENEWAL_EXTENSION', 'EXTERNAL_PURCHASE_TOKEN', 'METADATA_UPDATE', 'MIGRATION', 'RESCIND_CONSENT']);
+export const APPLE_TYPES_WITHOUT_TRANSACTION = new Set([
+  'TEST',
+  'CONSUMPTION_REQUEST',
+  'RENEWAL_EXTENSION',
+  'EXTERNAL_PURCHASE_TOKEN',
+  'METADATA_UPDATE',
+  'MIGRATION',
+  'RESCIND_CONSENT',
+]);
 
 /** Whose access ended early, by Apple's revocationReason (0: other, 1: an issue in the app). */
 const REVOCATION_REASON: Record<number, string> = { 0: 'Customer', 1: 'Developer' };
@@ -69,7 +77,11 @@ const isoDuration = (v: string | undefined) => (v !== undefined && /^P[0-9YMWDTH
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
 const dropUndefined = <T extends Record<string, unknown>>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
-export type ContractEvent = Record<string, unknown> & { id: string; type: 'transaction.updated' | 'receipt.linked'; data: Record<string, unknown> & { receiptId: string } };
+export type ContractEvent = Record<string, unknown> & {
+  id: string;
+  type: 'transaction.updated' | 'receipt.linked';
+  data: Record<string, unknown> & { receiptId: string };
+};
 
 /**
  * The events one notification stands for: a transaction.updated with the transaction's state as of
@@ -125,7 +137,16 @@ export function appleToEvents(appId: string, n: AppleNotification, t: AppleTrans
     currency: t.currency,
   });
   const events: ContractEvent[] = [
-    { specversion: '1.0', id: n.notificationUUID, source: 'apple-app-store-server-notifications', type: 'transaction.updated', time, appid: appId, datacontenttype: 'application/json', data },
+    {
+      specversion: '1.0',
+      id: n.notificationUUID,
+      source: 'apple-app-store-server-notifications',
+      type: 'transaction.updated',
+      time,
+      appid: appId,
+      datacontenttype: 'application/json',
+      data,
+    },
   ];
   if (t.appAccountToken) {
     events.push({

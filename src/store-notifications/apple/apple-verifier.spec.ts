@@ -9,6 +9,7 @@ describe('chainCheckInstant', () => {
   });
 
   it('is now for any date the payload could pick to make an expired chain valid, or that is no date', () => {
-    for (const at of [NOW - 7 * DAY - 1, NOW - 365 * DAY, NOW + 60_001, NOW + 30 * DAY, 1e20, -1e20, NaN, Infinity]) expect(chainCheckInstant(at, NOW)).toBe(NOW);
+    for (const at of [NOW - 7 * DAY - 1, NOW - 365 * DAY, NOW + 60_001, NOW + 30 * DAY, 1e20, -1e20, NaN, Infinity])
+      expect(chainCheckInstant(at, NOW)).toBe(NOW);
   });
 });

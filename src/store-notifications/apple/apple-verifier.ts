@@ -36,7 +36,12 @@ export class AppleVerifier extends SignedDataVerifier {
     super(roots, false, environment, bundleId, appAppleId);
   }
 
-  protected override verifyCertificateChain(trustedRoots: X509Certificate[], leaf: X509Certificate, intermediate: X509Certificate, effectiveDate: Date): Promise<KeyObject> {
+  protected override verifyCertificateChain(
+    trustedRoots: X509Certificate[],
+    leaf: X509Certificate,
+    intermediate: X509Certificate,
+    effectiveDate: Date,
+  ): Promise<KeyObject> {
     return super.verifyCertificateChain(trustedRoots, leaf, intermediate, new Date(chainCheckInstant(effectiveDate.getTime(), this.now())));
   }
 }

@@ -16,7 +16,14 @@ import { eventTimeOf, mapDates } from '../store-dates.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { classifyFetchError, GooglePlayApi, PubSubTokenVerifier } from './google-play.js';
 import { TRANSACTION_COLUMNS } from '../../transactions/list-transactions/list-transactions.sql.js';
-import { googleProductEvents, googleReplacedEvents, googleSubscriptionEvents, googleVoidedEvents, voidedRevokesOrder, type DeveloperNotification } from './google-to-events.js';
+import {
+  googleProductEvents,
+  googleReplacedEvents,
+  googleSubscriptionEvents,
+  googleVoidedEvents,
+  voidedRevokesOrder,
+  type DeveloperNotification,
+} from './google-to-events.js';
 
 const PROBLEM_CONTENT = { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } };
 
@@ -64,7 +71,11 @@ export class GoogleNotificationsController {
       type: 'object',
       required: ['message'],
       properties: {
-        message: { type: 'object', required: ['data', 'messageId'], properties: { data: { type: 'string', description: 'base64 of the DeveloperNotification JSON' }, messageId: { type: 'string' } } },
+        message: {
+          type: 'object',
+          required: ['data', 'messageId'],
+          properties: { data: { type: 'string', description: 'base64 of the DeveloperNotification JSON' }, messageId: { type: 'string' } },
+        },
         subscription: { type: 'string' },
       },
     },
@@ -73,10 +84,18 @@ export class GoogleNotificationsController {
   @ApiNotificationProblemResponses({ bearer: true })
   @ApiResponse({ status: 413, description: `The body is over ${GOOGLE_NOTIFICATION_BODY_LIMIT} bytes (a push is about 1 KB)`, content: PROBLEM_CONTENT })
   @ApiResponse({ status: 415, description: 'The body is not application/json', content: PROBLEM_CONTENT })
-  async receive(@Param('appId') appId: string, @Headers('authorization') authorization: string | undefined, @Body() body: unknown): Promise<NotificationOutcome> {
+  async receive(
+    @Param('appId') appId: string,
+    @Headers('authorization') authorization: string | undefined,
+    @Body() body: unknown,
+  ): Promise<NotificationOutcome> {
     // Unconfigured applications are answered 404 before the body is read (notification-routes.ts); kept as a backstop.
     const app = this.config.google?.apps.get(appId);
-    if (!app || !this.api || !this.tokens) throw new StoreNotificationError(ErrorCode.NotFound, `no Google Play notifications are configured for application ${JSON.stringify(appId)} (GOOGLE_APPS)`);
+    if (!app || !this.api || !this.tokens)
+      throw new StoreNotificationError(
+        ErrorCode.NotFound,
+        `no Google Play notifications are configured for application ${JSON.stringify(appId)} (GOOGLE_APPS)`,
+      );
     const token = /^Bearer (\S+)$/i.exec(authorization ?? '')?.[1];
     if (!token) throw this.refused(ErrorCode.TokenMissing, 'the push carries no bearer token: configure the Pub/Sub push subscription with authentication');
     const why = await this.tokens.refuse(token);
@@ -93,10 +112,20 @@ export class GoogleNotificationsController {
     } catch (error) {
       throw this.refused(ErrorCode.NotificationUnverified, 'message.data is not base64 of a JSON developer notification', error);
     }
-    if (n === null || typeof n !== 'object' || Array.isArray(n)) throw this.refused(ErrorCode.NotificationUnverified, 'message.data is not base64 of a JSON developer notification object');
-    if (n.packageName !== app.packageName) throw this.refused(ErrorCode.NotificationUnverified, `the notification is for ${JSON.stringify(n.packageName)}, not ${app.packageName} (GOOGLE_APPS)`);
+    if (n === null || typeof n !== 'object' || Array.isArray(n))
+      throw this.refused(ErrorCode.NotificationUnverified, 'message.data is not base64 of a JSON developer notification object');
+    if (n.packageName !== app.packageName)
+      throw this.refused(ErrorCode.NotificationUnverified, `the notification is for ${JSON.stringify(n.packageName)}, not ${app.packageName} (GOOGLE_APPS)`);
     const id = `google:${messageId}`;
-    const kind = n.subscriptionNotification ? 'subscription' : n.oneTimeProductNotification ? 'one_time_product' : n.voidedPurchaseNotification ? 'voided_purchase' : n.testNotification ? 'test' : 'other';
+    const kind = n.subscriptionNotification
+      ? 'subscription'
+      : n.oneTimeProductNotification
+        ? 'one_time_product'
+        : n.voidedPurchaseNotification
+          ? 'voided_purchase'
+          : n.testNotification
+            ? 'test'
+            : 'other';
     let eventTime: Date | undefined;
     try {
       eventTime = eventTimeOf(n.eventTimeMillis);
@@ -122,16 +151,26 @@ export class GoogleNotificationsController {
       const purchase = await this.fetch(kind, () => this.api!.product(app.packageName, sku, purchaseToken));
       if (purchase) events = mapDates(() => googleProductEvents(appId, id, purchaseToken, sku, purchase, new Date()));
     } else if (n.voidedPurchaseNotification?.orderId && !voidedRevokesOrder(n.voidedPurchaseNotification)) {
-      this.logger.log({ msg: 'partial (quantity-based) refund: the rest of the order stays paid for, nothing revoked', appId, orderId: n.voidedPurchaseNotification.orderId });
+      this.logger.log({
+        msg: 'partial (quantity-based) refund: the rest of the order stays paid for, nothing revoked',
+        appId,
+        orderId: n.voidedPurchaseNotification.orderId,
+      });
     } else if (n.voidedPurchaseNotification?.orderId) {
       const [stored] = (await this.db.query(STORED_ORDER, [appId, `google:${n.voidedPurchaseNotification.orderId}`])) as Record<string, unknown>[];
       const voidedAt = eventTime ?? new Date();
       if (stored) {
         // amountMicros is a bigint column (text from pg); the contract carries a number
         const snapshot = { ...stored, amountMicros: stored.amountMicros === null ? null : Number(stored.amountMicros) };
-        events = mapDates(() => googleVoidedEvents(appId, id, Object.fromEntries(Object.entries(snapshot).filter(([, v]) => v !== null)), voidedAt, new Date()));
-      }
-      else this.logger.warn({ msg: 'voided purchase of an order the read models do not hold: nothing to revoke', appId, orderId: n.voidedPurchaseNotification.orderId });
+        events = mapDates(() =>
+          googleVoidedEvents(appId, id, Object.fromEntries(Object.entries(snapshot).filter(([, v]) => v !== null)), voidedAt, new Date()),
+        );
+      } else
+        this.logger.warn({
+          msg: 'voided purchase of an order the read models do not hold: nothing to revoke',
+          appId,
+          orderId: n.voidedPurchaseNotification.orderId,
+        });
     }
     if (events.length === 0) {
       this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: 'acknowledged' });
@@ -140,7 +179,11 @@ export class GoogleNotificationsController {
     try {
       await this.publisher.publish(events);
     } catch (error) {
-      this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: error instanceof StoreNotificationError && error.code === ErrorCode.EventLogUnavailable ? 'retry' : 'refused' });
+      this.metrics.storeNotifications.inc({
+        store: 'google',
+        type: kind,
+        outcome: error instanceof StoreNotificationError && error.code === ErrorCode.EventLogUnavailable ? 'retry' : 'refused',
+      });
       throw error;
     }
     this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: 'published' });
@@ -160,11 +203,18 @@ export class GoogleNotificationsController {
       this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: 'retry' });
       // What the API said stays in the log (it may name the purchase token); the answer says only how it failed.
       this.logger.warn({ msg: 'the Play Developer API could not be asked for the purchase of a notification', status: failure.status, error: failure.message });
-      throw new StoreNotificationError(ErrorCode.StoreApiUnavailable, `the Play Developer API could not be asked for the purchase (${failure.status ? `HTTP ${failure.status}` : 'no answer'}); Pub/Sub will retry`);
+      throw new StoreNotificationError(
+        ErrorCode.StoreApiUnavailable,
+        `the Play Developer API could not be asked for the purchase (${failure.status ? `HTTP ${failure.status}` : 'no answer'}); Pub/Sub will retry`,
+      );
     }
   }
 
-  private refused(code: ErrorCode.TokenMissing | ErrorCode.TokenInvalid | ErrorCode.NotificationUnverified, message: string, cause?: unknown): StoreNotificationError {
+  private refused(
+    code: ErrorCode.TokenMissing | ErrorCode.TokenInvalid | ErrorCode.NotificationUnverified,
+    message: string,
+    cause?: unknown,
+  ): StoreNotificationError {
     this.metrics.storeNotifications.inc({ store: 'google', type: 'unverified', outcome: 'refused' });
     return new StoreNotificationError(code, message, { cause });
   }

@@ -33,8 +33,16 @@ export class GooglePlayApi {
   }
 
   /** One page of voidedpurchases.list (type 1: subscriptions too); imports and the refund poller read it. Google ignores startTime beside a page token. */
-  async voidedPurchases(packageName: string, page: { startTime?: number; token?: string; maxResults?: number }): Promise<androidpublisher_v3.Schema$VoidedPurchasesListResponse> {
-    const params = { packageName, type: 1, maxResults: page.maxResults, ...(page.token ? { token: page.token } : { startTime: page.startTime === undefined ? undefined : String(page.startTime) }) };
+  async voidedPurchases(
+    packageName: string,
+    page: { startTime?: number; token?: string; maxResults?: number },
+  ): Promise<androidpublisher_v3.Schema$VoidedPurchasesListResponse> {
+    const params = {
+      packageName,
+      type: 1,
+      maxResults: page.maxResults,
+      ...(page.token ? { token: page.token } : { startTime: page.startTime === undefined ? undefined : String(page.startTime) }),
+    };
     return (await this.api.purchases.voidedpurchases.list(params)).data;
   }
 }
@@ -90,7 +98,11 @@ export class PubSubTokenVerifier {
     if (!key) return { reason: `no key ${JSON.stringify(kid)} at GOOGLE_PUBSUB_JWKS_URI` };
     let claims: jwt.JwtPayload;
     try {
-      claims = jwt.verify(token, key, { algorithms: ['RS256'], issuer: [...this.settings.issuers] as [string, ...string[]], audience: this.settings.audience }) as jwt.JwtPayload;
+      claims = jwt.verify(token, key, {
+        algorithms: ['RS256'],
+        issuer: [...this.settings.issuers] as [string, ...string[]],
+        audience: this.settings.audience,
+      }) as jwt.JwtPayload;
     } catch (error) {
       // JsonWebTokenError (TokenExpiredError, NotBeforeError) messages are verdicts; anything else is internal.
       return error instanceof jwt.JsonWebTokenError ? { reason: error.message } : { reason: 'the token could not be verified', cause: error };

@@ -78,7 +78,14 @@ export function googleSubscriptionEvents(appId: string, messageId: string, purch
     // In grace the line item's expiry is the end of the grace period: access lasts until then.
     gracePeriodExpirationDate: state === 'SUBSCRIPTION_STATE_IN_GRACE_PERIOD' ? iso(item.expiryTime) : undefined,
     // On hold, paused and expired subscriptions give no access, whatever the expiry says.
-    isExpired: ['SUBSCRIPTION_STATE_ON_HOLD', 'SUBSCRIPTION_STATE_PAUSED', 'SUBSCRIPTION_STATE_EXPIRED', 'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED'].includes(state) ? true : undefined,
+    isExpired: [
+      'SUBSCRIPTION_STATE_ON_HOLD',
+      'SUBSCRIPTION_STATE_PAUSED',
+      'SUBSCRIPTION_STATE_EXPIRED',
+      'SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED',
+    ].includes(state)
+      ? true
+      : undefined,
     isTrialPeriod: item.offerPhase ? item.offerPhase.freeTrial !== undefined && item.offerPhase.freeTrial !== null : undefined,
     isIntroPeriod: item.offerPhase ? item.offerPhase.introductoryPrice !== undefined && item.offerPhase.introductoryPrice !== null : undefined,
     discountId: item.offerDetails?.offerId ?? undefined,
@@ -102,7 +109,14 @@ export function googleReplacedEvents(appId: string, messageId: string, replacedT
 }
 
 /** A one-time product (purchases.products.get): no expiry, never a subscriber. */
-export function googleProductEvents(appId: string, messageId: string, purchaseToken: string, sku: string, p: ProductPurchase, fetchedAt: Date): ContractEvent[] {
+export function googleProductEvents(
+  appId: string,
+  messageId: string,
+  purchaseToken: string,
+  sku: string,
+  p: ProductPurchase,
+  fetchedAt: Date,
+): ContractEvent[] {
   if (!p.orderId) return [];
   const receiptId = `google:${purchaseToken}`;
   const user = p.obfuscatedExternalAccountId ?? undefined;
@@ -137,7 +151,8 @@ export const GOOGLE_REFUND_QUANTITY_BASED_PARTIAL = 2;
  * revoked and the notification is acknowledged. A missing refundType is read as a whole refund
  * (notifications sent before Google added the field were always whole).
  */
-export const voidedRevokesOrder = (v: NonNullable<DeveloperNotification['voidedPurchaseNotification']>) => v.refundType !== GOOGLE_REFUND_QUANTITY_BASED_PARTIAL;
+export const voidedRevokesOrder = (v: NonNullable<DeveloperNotification['voidedPurchaseNotification']>) =>
+  v.refundType !== GOOGLE_REFUND_QUANTITY_BASED_PARTIAL;
 
 /**
  * A voided purchase (refund or chargeback): the stored transaction of that order, revoked at the

@@ -33,8 +33,6 @@ export class ListTransactionsController {
   list(@CurrentPrincipal() principal: Principal, @Query() query: ListTransactionsRequest): Promise<Page<TransactionView>> {
     const request = parseListTransactionsRequest(query as unknown as Record<string, unknown>);
     if (request.after) return this.queryBus.execute(new ListTransactionChangesQuery(principal.appId, request.after, request.limit));
-    return this.queryBus.execute(
-      new ListTransactionsQuery(principal.appId, request.skip, request.limit, request.startdate, request.enddate, request.filters),
-    );
+    return this.queryBus.execute(new ListTransactionsQuery(principal.appId, request.skip, request.limit, request.startdate, request.enddate, request.filters));
   }
 }

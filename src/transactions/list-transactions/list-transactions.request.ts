@@ -15,7 +15,12 @@ const dateMessage = (name: string) => (args: ValidationArguments) => isoDateTime
 // Examples are in the descriptions: the docs page's "Try it out" fills a parameter's `example` (and the
 // first of its `examples`) into the request, and Execute untouched would send a filtered list.
 export class ListTransactionsRequest extends PagingRequest {
-  @ApiPropertyOptional({ description: 'Inclusive lower bound on the transaction date. Example: `2024-03-01T00:00:00Z`, or with an offset `2024-03-01T02:00:00%2B02:00` (+ is sent as %2B)', format: 'date-time', type: 'string' })
+  @ApiPropertyOptional({
+    description:
+      'Inclusive lower bound on the transaction date. Example: `2024-03-01T00:00:00Z`, or with an offset `2024-03-01T02:00:00%2B02:00` (+ is sent as %2B)',
+    format: 'date-time',
+    type: 'string',
+  })
   @IsOptional()
   @Transform(toDate)
   @IsDate({ message: dateMessage('startdate') })

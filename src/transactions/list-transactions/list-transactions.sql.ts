@@ -71,7 +71,8 @@ export function pageStartSql(q: ListTransactionsQuery): { name: string; sql: str
   // the counts table and the cut-off counts are both read as `t`, so one set of conditions serves both
   const f = transactionFilterConditions(q.filters, 5);
   const params: unknown[] = [q.appId, q.skip, start ? dayOf(start) : null, end ? lastDayBefore(end) : null, ...f.params];
-  const cut = (from: number) => `(SELECT count(*) FROM read_model.transactions t WHERE t.app_id = $1 AND t.occurred_at >= $${from} AND t.occurred_at < $${from + 1}${f.sql})`;
+  const cut = (from: number) =>
+    `(SELECT count(*) FROM read_model.transactions t WHERE t.app_id = $1 AND t.occurred_at >= $${from} AND t.occurred_at < $${from + 1}${f.sql})`;
   const head = startCut ? cut(params.length + 1) : '0';
   if (startCut) params.push(dayStart(dayOf(start)), start);
   const tail = endCut ? cut(params.length + 1) : '0';
@@ -120,7 +121,10 @@ export function transactionPageSql(q: ListTransactionsQuery, from: Date, offset:
  * A page filtered by a chain id (and the date range, and any other row filter) with its exact total:
  * count(*) over the chain's rows (transactions_purchase_idx), then the page by (occurred_at, transaction_id).
  */
-export function filteredTransactionsSql(q: ListTransactionsQuery): { count: { name: string; sql: string; params: unknown[] }; page: { name: string; sql: string; params: unknown[] } } {
+export function filteredTransactionsSql(q: ListTransactionsQuery): {
+  count: { name: string; sql: string; params: unknown[] };
+  page: { name: string; sql: string; params: unknown[] };
+} {
   const f = transactionFilterConditions(q.filters, 2);
   const params: unknown[] = [q.appId, ...f.params];
   let range = '';
