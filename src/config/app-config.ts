@@ -1,20 +1,20 @@
 import 'reflect-metadata';
 import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync } from 'class-validator';
-import { AuthEnv } from '../auth/auth.env.js';
-import { LoggingEnv } from '../common/logging.env.js';
-import { CryptoShreddingEnv } from '../customers/crypto-shredding/crypto-shredding.env.js';
-import { DatabaseEnv } from '../database/database.env.js';
-import { EventsEnv } from '../events/events.env.js';
-import { HttpEnv } from '../http.env.js';
-import { ImportEnv } from '../import/import.env.js';
-import { IngestionEnv } from '../ingestion/ingestion.env.js';
-import { KafkaEnv } from '../ingestion/kafka/kafka.env.js';
-import { MetricsEnv } from '../metrics/metrics.env.js';
-import { AppleEnv } from '../store-notifications/apple/apple.env.js';
-import { GoogleEnv } from '../store-notifications/google/google.env.js';
-import { WebhooksEnv } from '../webhooks/webhooks.env.js';
-import { AppEnv } from './app.env.js';
+import { AuthEnv } from './env/auth.env.js';
+import { LoggingEnv } from './env/logging.env.js';
+import { CryptoShreddingEnv } from './env/crypto-shredding.env.js';
+import { DatabaseEnv } from './env/database.env.js';
+import { EventsEnv } from './env/events.env.js';
+import { HttpEnv } from './env/http.env.js';
+import { ImportEnv } from './env/import.env.js';
+import { IngestionEnv } from './env/ingestion.env.js';
+import { KafkaEnv } from './env/kafka.env.js';
+import { MetricsEnv } from './env/metrics.env.js';
+import { AppleEnv } from './env/apple.env.js';
+import { GoogleEnv } from './env/google.env.js';
+import { WebhooksEnv } from './env/webhooks.env.js';
+import { AppEnv } from './env/app.env.js';
 import { weakSecretReason } from './secret-strength.js';
 import { appleSettings, googleSettings, type AppleSettings, type GoogleSettings } from './store-settings.js';
 
@@ -23,9 +23,10 @@ export type { AppleApiKey, AppleApp, AppleSettings, GoogleSettings } from './sto
 type EnvSlice = new () => object;
 
 /**
- * Every environment variable the service reads, in slices owned by the modules that read them
- * (each a class of validated variables with their defaults, in a *.env.ts file), parsed once at
- * boot. Problems are listed in this order.
+ * Every environment variable the service reads, in one slice per module that reads them (each a
+ * class of validated variables with their defaults, config/env/<module>.env.ts), parsed once at
+ * boot. Problems are listed in this order. The slices sit here, not in their modules' folders: the
+ * modules read the parsed AppConfig, so config stays below every module that reads it.
  */
 const ENVIRONMENT: readonly EnvSlice[] = [
   AppEnv,

@@ -1,8 +1,8 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { ImportEnv } from '../import/import.env.js';
-import type { AppleEnv } from '../store-notifications/apple/apple.env.js';
-import type { GoogleEnv } from '../store-notifications/google/google.env.js';
+import type { ImportEnv } from './env/import.env.js';
+import type { AppleEnv } from './env/apple.env.js';
+import type { GoogleEnv } from './env/google.env.js';
 
 // The store settings are the part of the configuration read from files (service account keys,
 // root certificates, .p8 keys) besides the environment: a file that is missing or not what its

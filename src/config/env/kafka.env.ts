@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, Min, MinLength } from 'class-validator';
-import { toBool, toInt, toList } from '../../config/env-transforms.js';
+import { toBool, toInt, toList } from '../env-transforms.js';
 
 /** The Kafka cluster and how this service consumes from it; KAFKA_BROKERS unset: the embedded event log instead. */
 export class KafkaEnv {

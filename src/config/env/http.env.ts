@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min } from 'class-validator';
-import { toBool, toInt, toList } from './config/env-transforms.js';
+import { toBool, toInt, toList } from '../env-transforms.js';
 
 /** The HTTP server's variables (main.ts listens, http-app.ts sets it up). */
 export class HttpEnv {

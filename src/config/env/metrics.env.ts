@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean } from 'class-validator';
-import { toBool } from '../config/env-transforms.js';
+import { toBool } from '../env-transforms.js';
 
 export class MetricsEnv {
   /** /metrics is unauthenticated: series per application (tenant id in an `app` label) only when this is true. */

@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, IsUrl, Max, Min, MinLength } from 'class-validator';
-import { toDurationMs, toInt, toList } from '../config/env-transforms.js';
+import { toDurationMs, toInt, toList } from '../env-transforms.js';
 
 /** Where PostgreSQL is (or where the embedded one runs), its replicas, and how long an API query may take. */
 export class DatabaseEnv {

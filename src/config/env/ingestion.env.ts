@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsInt, Max, Min } from 'class-validator';
-import { toBool, toInt } from '../config/env-transforms.js';
+import { toBool, toInt } from '../env-transforms.js';
 
 /** Whether this instance projects the event log, and in what batches it reads the embedded one. */
 export class IngestionEnv {

@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, IsUrl, Max, Min } from 'class-validator';
-import { toInt, toList } from '../config/env-transforms.js';
+import { toInt, toList } from '../env-transforms.js';
 
 /** What `import` calls the stores with (the apps themselves are APPLE_APPS and GOOGLE_APPS). */
 export class ImportEnv {

@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, IsString, IsUrl, Max, Min, MinLength } from 'class-validator';
-import { toBool, toInt, toList } from '../../config/env-transforms.js';
+import { toBool, toInt, toList } from '../env-transforms.js';
 
 /** The apps taking Google Play RTDN, how their push tokens are verified, and the Play Developer API that notifications and imports call. */
 export class GoogleEnv {

@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsOptional, IsString } from 'class-validator';
-import { toList } from '../../config/env-transforms.js';
+import { toList } from '../env-transforms.js';
 
 /** The apps taking App Store Server Notifications, and the roots their signatures are checked against (imports too). */
 export class AppleEnv {

@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsOptional } from 'class-validator';
-import { toBool } from './env-transforms.js';
+import { toBool } from '../env-transforms.js';
 
 /** The variables that concern the whole service rather than one module: app-config checks the others against them. */
 export class AppEnv {

@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
-import { toBool, toDurationMs, toInt, toList } from '../config/env-transforms.js';
+import { toBool, toDurationMs, toInt, toList } from '../env-transforms.js';
 
 /** How this instance sends webhooks; WEBHOOK_ALLOW_HOSTS is read by the CLI too (`webhooks add`). */
 export class WebhooksEnv {

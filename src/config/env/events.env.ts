@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, Max, Min } from 'class-validator';
-import { toInt } from '../config/env-transforms.js';
+import { toInt } from '../env-transforms.js';
 
 /** What an event may be, in every mode: read by the publishers (CLI, store notifications, imports) and the projector. */
 export class EventsEnv {
