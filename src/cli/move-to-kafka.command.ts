@@ -11,7 +11,7 @@ import { EVENT_LOG_LISTENER } from '../ingestion/embedded/event-log.consumer.js'
 import { createKafka, ensureTopics } from '../ingestion/kafka/kafka-client.js';
 import { embeddedLogPosition } from '../ingestion/positions/embedded-origin.js';
 import { LIVE_PROJECTION_LOCK } from '../database/advisory-locks.js';
-import { messageSha1 } from '../projection/apply-batch.js';
+import { messageSha1 } from '../events/log-batch.js';
 import { openKafkaSink, type SinkMessage } from './event-sink.js';
 import { messageAt, readMessagesAt } from './topic-messages.js';
 import { refuseExtraArguments, UsageError } from './usage-error.js';

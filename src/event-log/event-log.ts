@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { LogMessage } from '../projection/apply-batch.js';
+import type { LogMessage } from '../events/log-batch.js';
 import { eventLogSql } from './event-log.sql.js';
 
 /** The embedded log has a single partition per topic: order is total, as one Kafka partition's is. */

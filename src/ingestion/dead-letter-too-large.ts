@@ -1,7 +1,8 @@
 import type { DataSource } from 'typeorm';
 import { RejectCode } from '../events/decode-event.js';
 import { LIVE_PROJECTION_LOCK } from '../database/advisory-locks.js';
-import { LIVE_SCHEMA, type BatchOutcome, type DeadLetter } from '../projection/apply-batch.js';
+import { LIVE_SCHEMA } from '../projection/apply-batch.js';
+import type { BatchOutcome, DeadLetter } from '../events/log-batch.js';
 import { sql } from '../projection/apply-batch.sql.js';
 
 export type TooLargeMessage = {

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Batch, BatchOutcome } from '../projection/apply-batch.js';
+import type { Batch, BatchOutcome } from '../events/log-batch.js';
 import type { ProjectionObserver } from './projection-observer.js';
 
 export class LoggingObserver implements ProjectionObserver {

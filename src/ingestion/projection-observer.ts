@@ -1,4 +1,4 @@
-import type { Batch, BatchOutcome } from '../projection/apply-batch.js';
+import type { Batch, BatchOutcome } from '../events/log-batch.js';
 
 export const PROJECTION_OBSERVER = Symbol('PROJECTION_OBSERVER');
 

@@ -3,7 +3,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { ConsumerHealth, StuckPartition } from '../health/consumer-status.js';
-import { applyBatch, type ApplyOptions, type Batch, type BatchOutcome } from '../projection/apply-batch.js';
+import { applyBatch, type ApplyOptions } from '../projection/apply-batch.js';
+import type { Batch, BatchOutcome } from '../events/log-batch.js';
 import { backoffMs, isContentError, isIncurable, isTransient, sqlState } from './failure-policy.js';
 import { PROJECTION_OBSERVER, type ProjectionObserver } from './projection-observer.js';
 

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Metrics } from '../metrics/metrics.js';
 import { METRICS } from '../metrics/metrics.module.js';
 import { NewestEventClock } from '../metrics/newest-event-clock.js';
-import type { Batch, BatchOutcome } from '../projection/apply-batch.js';
+import type { Batch, BatchOutcome } from '../events/log-batch.js';
 import { LoggingObserver } from './logging-observer.js';
 import type { ProjectionObserver } from './projection-observer.js';
 

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { LIVE_PROJECTION_LOCK } from '../database/advisory-locks.js';
 import { decodeEvent, RejectCode, type Decoded } from '../events/decode-event.js';
+import { messageSha1, type Batch, type BatchOutcome, type DeadLetter } from '../events/log-batch.js';
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { sql, type CountStatements } from './apply-batch.sql.js';
 import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary } from './customer-summaries.js';
@@ -17,29 +17,6 @@ import { openSealedMessages } from '../customers/crypto-shredding/sealed-usernam
 import { forgetKeysErased } from '../customers/crypto-shredding/forget-keys.js';
 import { recordFeedDeletions } from '../change-feed/feed-deletions.sql.js';
 import { forgetDeliveries } from '../webhooks/forget-deliveries.js';
-
-export type LogMessage = {
-  offset: string;
-  /** Bytes as the log holds them (Kafka keys may be any bytes), or text from the embedded log. */
-  key: Buffer | string | null;
-  value: Buffer | null;
-  /** When the log received the message, epoch ms (Kafka's timestamp, the event log's appended_at). */
-  timestamp?: string;
-};
-export type Batch = { topic: string; partition: number; messages: readonly LogMessage[] };
-export type DeadLetter = { topic: string; partition: number; offset: string; key: Buffer | null; value: Buffer; code: RejectCode; reason: string };
-
-export type BatchOutcome =
-  | {
-      kind: 'applied';
-      nextOffset: string;
-      /** Events that changed (or could have changed) the read models. */
-      applied: PurchaseEvent[];
-      /** Messages below the stored offset: already projected by an earlier run. */
-      alreadyProjected: number;
-      deadLetters: DeadLetter[];
-    }
-  | { kind: 'gap'; storedOffset: string };
 
 export type ApplyOptions = {
   /** Read-model schema to write into: the live `read_model`, or a generation being rebuilt. */
@@ -75,12 +52,6 @@ export type ApplyOptions = {
    */
   signal?: AbortSignal;
 };
-
-/** Identifies the message projected last in a partition, so a rewritten log is recognised on resume. */
-export const messageSha1 = (value: Buffer | null) =>
-  createHash('sha1')
-    .update(value ?? Buffer.alloc(0))
-    .digest();
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 export const LIVE_SCHEMA = 'read_model';

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { applyBatch, type BatchOutcome } from '../../src/projection/apply-batch.js';
+import { applyBatch } from '../../src/projection/apply-batch.js';
+import { type BatchOutcome } from '../../src/events/log-batch.js';
 import { expectEventually } from './expect-eventually.js';
 
 export type TxData = Record<string, unknown> & { transactionId: string };

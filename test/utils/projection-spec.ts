@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { applyBatch, type BatchOutcome } from '../../src/projection/apply-batch.js';
+import { applyBatch } from '../../src/projection/apply-batch.js';
+import { type BatchOutcome } from '../../src/events/log-batch.js';
 import { snapshotReadModels } from './read-models.js';
 
 // Given / when / then for the projection, with redelivery built in (Emmett's postgresProjectionSpec:

@@ -1,5 +1,5 @@
 import type { Message } from 'kafkajs';
-import type { DeadLetter } from '../../projection/apply-batch.js';
+import type { DeadLetter } from '../../events/log-batch.js';
 
 /** Room for the record batch and record framing around key, value and headers. */
 const FRAMING_BYTES = 1024;

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { EMBEDDED_PARTITION, eventLogBounds } from '../../event-log/event-log.js';
-import { messageSha1 } from '../../projection/apply-batch.js';
+import { messageSha1 } from '../../events/log-batch.js';
 
 /** The command that copies the embedded log to Kafka and switches the stored positions. */
 export const MOVE_TO_KAFKA_COMMAND = 'npm run cli -- move-to-kafka';
