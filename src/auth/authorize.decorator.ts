@@ -6,7 +6,10 @@ import { LRUCache } from 'lru-cache';
 import { ExtractJwt } from 'passport-jwt';
 import { ErrorCode } from '../common/errors.js';
 import { AuthError } from './auth.errors.js';
-import type { Principal, Scope } from './scopes.js';
+import { USERNAME_CLAIM, type Principal, type Scope } from './scopes.js';
+
+/** What a token bound to one user (an app's token) may do. */
+const USER_BOUND_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['purchases:write']);
 
 const REQUIRED_SCOPE = 'required_scope';
 
@@ -118,6 +121,13 @@ export class ScopeGuard implements CanActivate {
     }
     if (!principal.scopes.has(scope)) {
       throw new AuthError(ErrorCode.InsufficientScope, `The token's scope claim must include "${scope}".`);
+    }
+    // A token bound to one user is what an app holds: it may hand over that user's purchases, never read other customers.
+    if (principal.username !== undefined && !USER_BOUND_SCOPES.has(scope)) {
+      throw new AuthError(
+        ErrorCode.InsufficientScope,
+        `A token bound to one user (the "${USERNAME_CLAIM}" claim) may only be used for ${[...USER_BOUND_SCOPES].join(', ')}.`,
+      );
     }
     return true;
   }

@@ -6,11 +6,11 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { applicationIdProblem } from '../common/application-id.js';
 import { ErrorCode } from '../common/errors.js';
 import { AuthError } from './auth.errors.js';
-import type { Principal } from './scopes.js';
+import { USERNAME_CLAIM, type Principal } from './scopes.js';
 import { VERIFICATION_KEYS } from './tokens.js';
 import type { VerificationKeys } from './signing-keys.js';
 
-type Claims = { app?: unknown; scope?: unknown; sub?: unknown; exp?: unknown };
+type Claims = { app?: unknown; scope?: unknown; sub?: unknown; exp?: unknown; [USERNAME_CLAIM]?: unknown };
 
 /**
  * Bearer tokens: HS256 against JWT_SECRET and/or RS256/ES256 against the JWKS, chosen by the
@@ -44,10 +44,15 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     const appProblem = typeof claims.app === 'string' && claims.app !== '' ? applicationIdProblem(claims.app) : undefined;
     if (appProblem) throw new AuthError(ErrorCode.TokenInvalid, `The token's "app" claim is not a valid application id: it ${appProblem}.`);
     const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];
+    const username = claims[USERNAME_CLAIM];
+    // A binding that is there but unreadable must not fall back to "any user".
+    if (username !== undefined && (typeof username !== 'string' || username === ''))
+      throw new AuthError(ErrorCode.TokenInvalid, `The token's "${USERNAME_CLAIM}" claim must be a non-empty string.`);
     return {
       appId: typeof claims.app === 'string' ? claims.app : '',
       scopes: new Set(scopes),
       subject: typeof claims.sub === 'string' ? claims.sub : undefined,
+      username,
     };
   }
 }

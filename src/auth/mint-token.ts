@@ -1,4 +1,5 @@
 import jwt from 'jsonwebtoken';
+import { USERNAME_CLAIM } from './scopes.js';
 
 export type MintOptions = {
   secret: string;
@@ -8,6 +9,8 @@ export type MintOptions = {
   subject?: string;
   issuer?: string;
   audience?: string;
+  /** Binds the token to one user of the app (USERNAME_CLAIM). */
+  username?: string;
 };
 
 export function mintToken(o: MintOptions): string {
@@ -16,7 +19,9 @@ export function mintToken(o: MintOptions): string {
   if (o.subject) options.subject = o.subject;
   if (o.issuer) options.issuer = o.issuer;
   if (o.audience) options.audience = o.audience;
-  return jwt.sign({ app: o.appId, scope: o.scopes.join(' ') }, o.secret, options);
+  const claims: Record<string, string> = { app: o.appId, scope: o.scopes.join(' ') };
+  if (o.username !== undefined) claims[USERNAME_CLAIM] = o.username;
+  return jwt.sign(claims, o.secret, options);
 }
 
 /** "90", "15m", "12h", "7d" -> seconds. */

@@ -7,7 +7,7 @@ import { applicationIdProblem } from '../common/application-id.js';
 import { resolveVerificationKeys } from '../auth/signing-keys.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 
-type TokenOptions = { app: string; scope?: string[]; ttl?: number; sub?: string };
+type TokenOptions = { app: string; scope?: string[]; ttl?: number; sub?: string; username?: string };
 
 const DEFAULT_TTL_SECONDS = 3600;
 
@@ -34,6 +34,7 @@ export class TokenCommand extends CommandRunner {
         scopes,
         ttlSeconds: options.ttl ?? DEFAULT_TTL_SECONDS,
         subject: options.sub,
+        username: options.username,
         issuer: this.config.jwt.issuer,
         audience: this.config.jwt.audience,
       }) + '\n',
@@ -47,7 +48,7 @@ export class TokenCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ flags: '--scope <scopes...>', description: `Scopes (default: ${READ_SCOPES.join(' ')}; customers:erase only when named)` })
+  @Option({ flags: '--scope <scopes...>', description: `Scopes (default: ${READ_SCOPES.join(' ')}; customers:erase and purchases:write only when named)` })
   parseScope(value: string, previous: string[] = []): string[] {
     const scopes = value.split(/[\s,]+/).filter(Boolean);
     for (const s of scopes) if (!(SCOPES as readonly string[]).includes(s)) throw new UsageError(`unknown scope "${s}"; known: ${SCOPES.join(', ')}`);
@@ -66,6 +67,15 @@ export class TokenCommand extends CommandRunner {
 
   @Option({ flags: '--sub <subject>', description: 'Subject claim (who the token is for)' })
   parseSub(value: string): string {
+    return value;
+  }
+
+  @Option({
+    flags: '--username <applicationUsername>',
+    description: 'Bind the token to one user of the app (the applicationUsername claim): POST /v2/purchases then records purchases for that user only',
+  })
+  parseUsername(value: string): string {
+    if (value === '') throw new UsageError('--username must not be empty');
     return value;
   }
 }
