@@ -1,6 +1,7 @@
 import { Partitioners } from 'kafkajs';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
+import { resolveAccountTokens } from '../customers/account-tokens/account-tokens.js';
 import { sealEvents } from '../customers/crypto-shredding/sealed-username.js';
 import { openDatabase } from '../database/open-database.js';
 import { appendToEventLog } from '../event-log/event-log.js';
@@ -62,10 +63,11 @@ export async function openKafkaSink(config: AppConfig, options: { idempotent: bo
 }
 
 /**
- * The same sink, with the usernames of the events sealed first (CRYPTO_SHREDDING, docs/privacy.md):
- * imports publish events the service writes itself. Values that are not JSON pass as they are.
+ * The same sink, for events the service writes itself (imports): an account token a store sent back
+ * names its username again (account-tokens.ts), and with CRYPTO_SHREDDING the usernames are sealed
+ * (docs/privacy.md). Values that are not JSON pass as they are.
  */
-export function sealingSink(db: DataSource, sink: EventSink): EventSink {
+export function storeEventSink(db: DataSource, sink: EventSink, o: { seal: boolean }): EventSink {
   return {
     ...sink,
     send: async (messages) => {
@@ -76,10 +78,9 @@ export function sealingSink(db: DataSource, sink: EventSink): EventSink {
           return undefined;
         }
       });
-      await sealEvents(
-        db,
-        events.filter((e) => e !== undefined && typeof e === 'object' && e !== null),
-      );
+      const parsed = events.filter((e): e is Record<string, unknown> => e !== undefined && typeof e === 'object' && e !== null);
+      await resolveAccountTokens(db, parsed);
+      if (o.seal) await sealEvents(db, parsed);
       await sink.send(messages.map((m, i) => (events[i] === undefined ? m : { ...m, value: Buffer.from(JSON.stringify(events[i])) })));
     },
   };

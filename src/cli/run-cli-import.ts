@@ -4,7 +4,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { openDatabase, type OpenDatabase } from '../database/open-database.js';
 import { ImportJournal } from '../import/import-journal.js';
 import { formatSummary, importExitCode, runImport, type ImportOptions, type ImportSummary } from '../import/import-runner.js';
-import { openEventSink, sealingSink, type EventSink } from './event-sink.js';
+import { openEventSink, storeEventSink, type EventSink } from './event-sink.js';
 
 export type CliImport<T> = {
   dryRun?: boolean;
@@ -35,8 +35,7 @@ export async function runCliImport<T>(config: AppConfig, o: CliImport<T>): Promi
     let db = o.db;
     if (!o.dryRun) {
       if (!db) db = (opened = await openDatabase(config, 'import')).db;
-      sink = await openEventSink(config);
-      if (config.cryptoShredding) sink = sealingSink(db, sink);
+      sink = storeEventSink(db, await openEventSink(config), { seal: config.cryptoShredding });
     }
     const journal = !o.dryRun && db ? new ImportJournal(db, o.appId, o.kind, o.digest) : undefined;
     if (journal) o.journalReady?.(journal);

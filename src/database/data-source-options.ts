@@ -25,6 +25,7 @@ import { CustomerFilterCounts1765800000000 } from './migrations/1765800000000-cu
 import { CustomerStatusDays1765900000000 } from './migrations/1765900000000-customer-status-days.js';
 import { CustomerEndWeeks1766000000000 } from './migrations/1766000000000-customer-end-weeks.js';
 import { StatusAtRead1766100000000 } from './migrations/1766100000000-status-at-read.js';
+import { AccountTokens1766200000000 } from './migrations/1766200000000-account-tokens.js';
 
 export const MIGRATIONS = [
   ReadModels1763700000000,
@@ -52,6 +53,7 @@ export const MIGRATIONS = [
   CustomerStatusDays1765900000000,
   CustomerEndWeeks1766000000000,
   StatusAtRead1766100000000,
+  AccountTokens1766200000000,
 ];
 
 /**

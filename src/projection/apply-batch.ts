@@ -15,6 +15,7 @@ import { applyReplacements } from './replacements.js';
 import { applyErasures, erasuresFor } from './erasures.js';
 import { openSealedMessages } from '../customers/crypto-shredding/sealed-username.js';
 import { forgetKeysErased } from '../customers/crypto-shredding/forget-keys.js';
+import { forgetAccountTokensErased } from '../customers/account-tokens/account-tokens.js';
 import { recordFeedDeletions } from '../change-feed/feed-deletions.sql.js';
 import { forgetDeliveries } from '../webhooks/forget-deliveries.js';
 
@@ -134,6 +135,7 @@ export async function applyBatch(db: DataSource, batch: Batch, options: ApplyOpt
       const counts = await writeChanges(m, schema, projectEvents(events, erased.isErased));
       const erasure = await applyErasures(m, schema, erased.erasures);
       await forgetKeysErased(m, erased.erasures);
+      await forgetAccountTokensErased(m, erased.erasures);
       if (schema === LIVE_SCHEMA) {
         await recordFeedDeletions(m, 'customers', erasure.deleted);
         await forgetDeliveries(m, erasure.deleted);

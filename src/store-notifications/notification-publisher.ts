@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ErrorCode } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { resolveAccountTokens } from '../customers/account-tokens/account-tokens.js';
 import { sealEvents } from '../customers/crypto-shredding/sealed-username.js';
 import { LogWriter } from '../event-log/log-writer.js';
 import { decodeEvent } from '../events/decode-event.js';
@@ -35,6 +36,7 @@ export class NotificationPublisher implements OnApplicationShutdown {
     }
     try {
       const published = structuredClone(events);
+      await resolveAccountTokens(this.db, published);
       if (this.config.cryptoShredding) await sealEvents(this.db, published);
       await this.log.append(published.map((event) => ({ key: event.data.receiptId, value: Buffer.from(JSON.stringify(event)) })));
     } catch (error) {

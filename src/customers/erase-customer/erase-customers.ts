@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { normalizeTime } from '../../events/event-time.js';
 import { REDACTED_PREFIX, erasureHash, erasureKey } from './erasure-hash.js';
+import { forgetAccountTokens } from '../account-tokens/account-tokens.js';
 import { forgetKeys } from '../crypto-shredding/forget-keys.js';
 
 export type ErasureRequest = {
@@ -66,6 +67,11 @@ export async function eraseCustomers(db: DataSource, request: ErasureRequest): P
   // Crypto-shredding: the events the service published sealed for them can no longer be opened
   // (docs/privacy.md). After the append: a failed append leaves the key, so a retry finds it whole.
   await forgetKeys(
+    db,
+    request.appId,
+    events.map((e) => e.hash),
+  );
+  await forgetAccountTokens(
     db,
     request.appId,
     events.map((e) => e.hash),

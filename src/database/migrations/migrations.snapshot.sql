@@ -748,6 +748,22 @@ DROP INDEX read_model.customers_grace_idx;
 
 CREATE INDEX customers_grace_idx ON read_model.customers (app_id, grace_from) INCLUDE (first_seen_at, expiration_date, billing_retry, renewal_intent, current_product_id) WHERE grace_from IS NOT NULL;
 
+-- AccountTokens1766200000000 up
+
+CREATE TABLE public.account_tokens (
+        app_id               text        NOT NULL,
+        token                uuid        NOT NULL,
+        application_username text        NOT NULL,
+        username_hash        text        NOT NULL CHECK (username_hash ~ '^[0-9a-f]{64}$'),
+        created_at           timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (app_id, token),
+        UNIQUE (app_id, username_hash)
+      );
+
+-- AccountTokens1766200000000 down
+
+DROP TABLE public.account_tokens;
+
 -- StatusAtRead1766100000000 down
 
 SET LOCAL statement_timeout = 0;
