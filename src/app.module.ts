@@ -16,6 +16,7 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { TransactionsModule } from './transactions/transactions.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { StoreNotificationsModule } from './store-notifications/store-notifications.module.js';
+import { PurchasesModule } from './purchases/purchases.module.js';
 
 export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports']; clock?: Clock };
 
@@ -38,6 +39,7 @@ export class AppModule {
         HealthModule,
         WebhooksModule,
         StoreNotificationsModule,
+        PurchasesModule,
         ...extraImports,
       ],
       providers: [

@@ -15,6 +15,7 @@ import type { Metrics } from './metrics/metrics.js';
 import { METRICS } from './metrics/metrics.module.js';
 import { buildOpenApiDocument } from './common/openapi-document.js';
 import { applyNotificationRouteOptions } from './store-notifications/notification-routes.js';
+import { applyPurchaseRouteOptions } from './purchases/purchase-routes.js';
 import fastifyCompress from '@fastify/compress';
 import { constants as zlibConstants } from 'node:zlib';
 
@@ -114,6 +115,7 @@ export async function createHttpApp(options: AppModuleOptions & { pino: Logger }
     pathParameters.add(route.method, route.url);
     if (!verbose && QUIET_ROUTES.test(route.url)) route.logLevel = 'warn';
     applyNotificationRouteOptions(route, options.config);
+    applyPurchaseRouteOptions(route);
   });
   adapter.getInstance().addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);

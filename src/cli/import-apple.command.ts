@@ -1,5 +1,4 @@
 import { Inject } from '@nestjs/common';
-import { Environment } from '@apple/app-store-server-library';
 import { CommandRunner, Option, SubCommand } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { AppleApiClient } from '../import/apple/apple-api-client.js';
@@ -13,7 +12,7 @@ import {
 import { appleTransactionEvents, parseAppleImportLine } from '../import/apple/apple-transaction-import.js';
 import { ImportJournal } from '../import/import-journal.js';
 import { fileDigest, fileLines } from '../import/import-source.js';
-import { AppleVerifier } from '../store-notifications/apple/apple-verifier.js';
+import { appleVerifierFor, type AppleVerifier } from '../store-notifications/apple/apple-verifier.js';
 import { unreadableInput } from './input-file.js';
 import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { runCliImport } from './run-cli-import.js';
@@ -35,11 +34,10 @@ function appleApp(config: AppConfig, appId: string | undefined, command: string)
     throw new UsageError(
       `${command}: application ${appId} has no In-App Purchase key: add ${appId}:<issuerId>:<keyId>:<path to .p8> to APPLE_API_KEYS (docs/import.md)`,
     );
-  const environment = app.environment === 'Production' ? Environment.PRODUCTION : Environment.SANDBOX;
   return {
     appId,
     client: new AppleApiClient(appId, key, app, config.apple.apiBaseUrl),
-    verifier: new AppleVerifier([...config.apple.rootCertificates], environment, app.bundleId, app.appAppleId, () => Date.now()),
+    verifier: appleVerifierFor(config.apple.rootCertificates, app, () => Date.now()),
   };
 }
 

@@ -18,6 +18,11 @@ export enum ErrorCode {
   NotificationUnmappable = 'notification_unmappable',
   EventLogUnavailable = 'event_log_unavailable',
   StoreApiUnavailable = 'store_api_unavailable',
+  PurchaseUnverified = 'purchase_unverified',
+  PurchaseUnknown = 'purchase_unknown',
+  StoreAccessNotConfigured = 'store_access_not_configured',
+  ReceiptOwnedByAnotherUser = 'receipt_owned_by_another_user',
+  UsernameNotAllowed = 'username_not_allowed',
   Internal = 'internal_error',
 }
 

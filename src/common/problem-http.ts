@@ -46,6 +46,16 @@ export function httpStatusFor(code: ErrorCode): { status: number; title: string 
       return { status: 503, title: 'Event log unavailable' };
     case ErrorCode.StoreApiUnavailable:
       return { status: 503, title: 'Store API unavailable' };
+    case ErrorCode.PurchaseUnverified:
+      return { status: 422, title: 'Purchase failed verification' };
+    case ErrorCode.PurchaseUnknown:
+      return { status: 422, title: 'The store does not know this purchase' };
+    case ErrorCode.StoreAccessNotConfigured:
+      return { status: 422, title: 'Store access not configured for this application' };
+    case ErrorCode.ReceiptOwnedByAnotherUser:
+      return { status: 409, title: 'Purchase belongs to another user' };
+    case ErrorCode.UsernameNotAllowed:
+      return { status: 403, title: 'Token bound to another user' };
     case ErrorCode.Internal:
       return { status: 500, title: 'Internal server error' };
     default:

@@ -8,6 +8,8 @@ import { DatabaseEnv } from './env/database.env.js';
 import { EventsEnv } from './env/events.env.js';
 import { HttpEnv } from './env/http.env.js';
 import { ImportEnv } from './env/import.env.js';
+import { applicationIdProblem } from '../common/application-id.js';
+import { PurchasesEnv } from './env/purchases.env.js';
 import { IngestionEnv } from './env/ingestion.env.js';
 import { KafkaEnv } from './env/kafka.env.js';
 import { MetricsEnv } from './env/metrics.env.js';
@@ -43,6 +45,7 @@ const ENVIRONMENT: readonly EnvSlice[] = [
   AppleEnv,
   ImportEnv,
   GoogleEnv,
+  PurchasesEnv,
 ];
 type Environment = AppEnv &
   HttpEnv &
@@ -57,7 +60,8 @@ type Environment = AppEnv &
   WebhooksEnv &
   AppleEnv &
   ImportEnv &
-  GoogleEnv;
+  GoogleEnv &
+  PurchasesEnv;
 
 /**
  * The variables of each slice: its properties that carry a validation decorator (@IsOptional
@@ -98,6 +102,7 @@ const OWNED_PREFIXES = [
   'PROJECTION_',
   'EVENT_',
   'APPLE_',
+  'PURCHASE_',
   'GOOGLE_',
   'METRICS_',
   'IMPORT_',
@@ -189,9 +194,18 @@ export type AppConfig = Readonly<{
   google?: GoogleSettings;
   /** IMPORT_CONCURRENCY: store requests `import` keeps in flight. */
   importConcurrency: number;
+  purchases: Readonly<PurchaseSettings>;
   /** Things worth saying at start-up that do not stop it (unknown variables of ours, by name). */
   warnings: readonly string[];
 }>;
+
+/** POST /v2/purchases (docs/purchases.md). */
+export type PurchaseSettings = {
+  /** PURCHASE_OWNERSHIP with PURCHASE_OWNERSHIP_BY_APP: the rule of each app. */
+  ownership: (appId: string) => 'transfer' | 'keep';
+  /** PURCHASE_WAIT: how long an answer waits for the projection. */
+  waitMs: number;
+};
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -230,6 +244,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   }
   const apple = appleSettings(env, problems);
   const google = googleSettings(env, problems);
+  const ownershipByApp = new Map<string, 'transfer' | 'keep'>();
+  for (const entry of env.PURCHASE_OWNERSHIP_BY_APP ?? []) {
+    const [appId, rule] = entry.split(':') as [string, 'transfer' | 'keep'];
+    const wrong = applicationIdProblem(appId);
+    if (wrong) problems.push(`PURCHASE_OWNERSHIP_BY_APP entry ${JSON.stringify(entry)}: the application id ${wrong}`);
+    else ownershipByApp.set(appId, rule);
+  }
   const warnings = Object.keys(raw)
     .filter((name) => OWNED_PREFIXES.some((p) => name.startsWith(p)) && !KNOWN_VARIABLES.has(name))
     .sort()
@@ -283,6 +304,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     apple,
     google,
     importConcurrency: env.IMPORT_CONCURRENCY,
+    purchases: Object.freeze({ ownership: (appId: string) => ownershipByApp.get(appId) ?? env.PURCHASE_OWNERSHIP, waitMs: env.PURCHASE_WAIT }),
     webhooks: Object.freeze({
       deliveryEnabled: env.WEBHOOK_DELIVERY_ENABLED,
       maxAgeMs: env.WEBHOOK_MAX_AGE,

@@ -5,5 +5,9 @@ import { NotificationPublisher } from './notification-publisher.js';
 import { VoidedPurchasesPoller } from './google/voided-purchases-poller.js';
 
 /** Store notifications in: off (404) unless APPLE_APPS / GOOGLE_APPS configure an application. */
-@Module({ controllers: [AppleNotificationsController, GoogleNotificationsController], providers: [NotificationPublisher, VoidedPurchasesPoller] })
+@Module({
+  controllers: [AppleNotificationsController, GoogleNotificationsController],
+  providers: [NotificationPublisher, VoidedPurchasesPoller],
+  exports: [NotificationPublisher],
+})
 export class StoreNotificationsModule {}

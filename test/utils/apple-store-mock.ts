@@ -53,7 +53,18 @@ export async function startAppleStoreMock(o: {
   const notificationTokens: (string | null)[] = [];
   let slow: { ms: number; when: (r: { path: string; paginationToken: string | null }) => boolean } | undefined;
   const signedAt = o.signedAt ?? (() => Date.now());
-  const sign = (payload: Payload) => signAppleJws(o.ca, { ...payload, bundleId: o.bundleId, environment, signedDate: payload.signedDate ?? signedAt() });
+  /** Set App Account Token's effect: by original transaction id, the token Apple's later data carries. */
+  const accountTokens = new Map<string, string>();
+  const sign = (payload: Payload) => {
+    const token = accountTokens.get(String(payload.originalTransactionId));
+    return signAppleJws(o.ca, {
+      ...payload,
+      ...(token ? { appAccountToken: token } : {}),
+      bundleId: o.bundleId,
+      environment,
+      signedDate: payload.signedDate ?? signedAt(),
+    });
+  };
 
   const server: Server = createServer((req, res) => {
     let body = '';
@@ -102,6 +113,17 @@ export async function startAppleStoreMock(o: {
       failNext--;
       counts.failed++;
       return send(503, { errorCode: 5000000, errorMessage: 'An unknown error occurred.' });
+    }
+    const accountToken = /^\/inApps\/v1\/transactions\/([^/]+)\/appAccountToken$/.exec(url.pathname);
+    if (method === 'PUT' && accountToken) {
+      // Set App Account Token (App Store Server API 1.16): 200 with no body; 400 InvalidAppAccountTokenUUIDError for a non-UUID.
+      const token = (JSON.parse(body || '{}') as { appAccountToken?: unknown }).appAccountToken;
+      if (typeof token !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(token))
+        return send(400, { errorCode: 4000183, errorMessage: 'Invalid request. The app account token field must be a valid UUID.' });
+      const known = [...customers.values()].some((all) => all.some((t) => t.originalTransactionId === accountToken[1]));
+      if (!known) return send(404, { errorCode: 4040010, errorMessage: 'Transaction id not found.' });
+      accountTokens.set(accountToken[1], token);
+      return send(200, {});
     }
     const history = /^\/inApps\/v2\/history\/([^/]+)$/.exec(url.pathname);
     const subs = /^\/inApps\/v1\/subscriptions\/([^/]+)$/.exec(url.pathname);
@@ -190,6 +212,7 @@ export async function startAppleStoreMock(o: {
     base,
     counts,
     received,
+    accountTokens,
     notificationTokens,
     maxInFlight: () => maxInFlight,
     /** The In-App Purchase key (.p8, PKCS #8 PEM) the mock accepts bearer tokens of. */

@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { Environment, VerificationException, VerificationStatus } from '@apple/app-store-server-library';
+import { VerificationException, VerificationStatus } from '@apple/app-store-server-library';
 import { ApiNotificationProblemResponses } from '../../common/api-problem-responses.js';
 import { PROBLEM_CONTENT_TYPE } from '../../common/problem-http.js';
 import { Clock } from '../../common/clock.js';
@@ -13,7 +13,7 @@ import { APPLE_NOTIFICATION_BODY_LIMIT } from '../notification-routes.js';
 import { mapDates, refuseUnstorableDates } from '../store-dates.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { appleToEvents, type AppleRenewalInfo, type AppleTransaction } from './apple-to-events.js';
-import { AppleVerifier } from './apple-verifier.js';
+import { appleVerifierFor, type AppleVerifier } from './apple-verifier.js';
 
 const PROBLEM_CONTENT = { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } };
 
@@ -115,8 +115,7 @@ export class AppleNotificationsController {
     let verifier = this.verifiers.get(appId);
     if (!verifier) {
       // No online checks: no network at run time; the chain is checked against the configured roots (apple-verifier.ts says at which instant).
-      const environment = app.environment === 'Production' ? Environment.PRODUCTION : Environment.SANDBOX;
-      verifier = new AppleVerifier([...this.config.apple!.rootCertificates], environment, app.bundleId, app.appAppleId, () => this.clock.now().getTime());
+      verifier = appleVerifierFor(this.config.apple!.rootCertificates, app, () => this.clock.now().getTime());
       this.verifiers.set(appId, verifier);
     }
     return verifier;

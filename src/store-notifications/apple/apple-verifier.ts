@@ -1,5 +1,6 @@
 import type { KeyObject, X509Certificate } from 'node:crypto';
 import { Environment, SignedDataVerifier } from '@apple/app-store-server-library';
+import type { AppleApp } from '../../config/app-config.js';
 
 /**
  * How far back a payload's signedDate may be and still be the instant its chain is checked at. The
@@ -44,4 +45,10 @@ export class AppleVerifier extends SignedDataVerifier {
   ): Promise<KeyObject> {
     return super.verifyCertificateChain(trustedRoots, leaf, intermediate, new Date(chainCheckInstant(effectiveDate.getTime(), this.now())));
   }
+}
+
+/** The verifier of one configured app: its bundle id, environment and (Production) app Apple id, against the configured roots. */
+export function appleVerifierFor(rootCertificates: readonly Buffer[], app: AppleApp, now: () => number): AppleVerifier {
+  const environment = app.environment === 'Production' ? Environment.PRODUCTION : Environment.SANDBOX;
+  return new AppleVerifier([...rootCertificates], environment, app.bundleId, app.appAppleId, now);
 }

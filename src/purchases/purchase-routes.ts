@@ -1,0 +1,39 @@
+import { UnsupportedMediaTypeException } from '@nestjs/common';
+import type { onRequestHookHandler, preParsingHookHandler, RouteOptions } from 'fastify';
+import { InvalidParameterError } from '../common/errors.js';
+import type { RefusalLogging } from '../common/problem.filter.js';
+import { guardJsonShape } from '../store-notifications/notification-body-guard.js';
+import { APP_RECEIPT_MAX_CHARS } from './record-purchase/purchase-body.js';
+
+/**
+ * The largest body the purchase routes take: the largest StoreKit 1 app receipt taken (base64) and
+ * room for the rest. A StoreKit 2 JWS is 3-6 KB; a Play token under 1 KB.
+ */
+export const PURCHASE_BODY_LIMIT = APP_RECEIPT_MAX_CHARS + 16 * 1024;
+/** A purchase body is a flat object, a cordova-plugin-purchase validator body three or four levels deep with a handful of products. */
+const PURCHASE_JSON_LIMITS = { maxDepth: 8, maxEntries: 256 };
+
+const PURCHASE_ROUTES = new Set(['/v2/purchases', '/v2/purchases/validator']);
+const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
+
+const jsonOnly: onRequestHookHandler = (request, _reply, done) => {
+  done(JSON_MEDIA_TYPE.test(request.headers['content-type'] ?? '') ? undefined : new UnsupportedMediaTypeException('The body must be application/json.'));
+};
+
+const shapeGuard: preParsingHookHandler = (_request, _reply, payload, done) => {
+  done(
+    null,
+    guardJsonShape(payload, PURCHASE_JSON_LIMITS, (reason) => new InvalidParameterError('body', `${reason}: not a purchase`)),
+  );
+};
+
+const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+
+/** For Fastify's onRoute hook: the purchase routes' body limit (413 beyond), JSON only (415), the JSON shape guard, warn-level logs of refusals. */
+export function applyPurchaseRouteOptions(route: RouteOptions): void {
+  if (!PURCHASE_ROUTES.has(route.url) || route.method !== 'POST') return;
+  route.bodyLimit = PURCHASE_BODY_LIMIT;
+  route.onRequest = [...asArray(route.onRequest), jsonOnly];
+  route.preParsing = [...asArray(route.preParsing), shapeGuard];
+  route.config = { ...(route.config as object | undefined), logRefusals: true } satisfies RefusalLogging;
+}

@@ -1,0 +1,8 @@
+import { Module } from '@nestjs/common';
+import { StoreNotificationsModule } from '../store-notifications/store-notifications.module.js';
+import { RecordPurchaseController } from './record-purchase/record-purchase.controller.js';
+import { RecordPurchaseHandler } from './record-purchase/record-purchase.handler.js';
+
+/** Purchases handed over by apps and their backends (docs/purchases.md). */
+@Module({ imports: [StoreNotificationsModule], controllers: [RecordPurchaseController], providers: [RecordPurchaseHandler] })
+export class PurchasesModule {}
