@@ -8,7 +8,7 @@ import { loadOrCreateAppleTestCa, signAppleJws } from '../store-notifications/ap
 
 const APPLE_TYPES = ['SUBSCRIBED', 'DID_RENEW', 'DID_CHANGE_RENEWAL_STATUS', 'EXPIRED', 'REFUND', 'TEST'] as const;
 type AppleType = (typeof APPLE_TYPES)[number];
-type Options = { bundleId?: string; user?: string; type: AppleType; subscription?: string };
+type Options = { bundleId?: string; user?: string; type: AppleType; subscription?: string; transaction?: boolean };
 
 /** Samples are Sandbox notifications: Production ones also name the app's Apple id and come from Apple. */
 const ENVIRONMENT = 'Sandbox';
@@ -41,7 +41,8 @@ export class SampleNotificationCommand extends CommandRunner {
 
     const now = Date.now();
     const subscription = o.subscription ?? String(2_000_000_000_000 + randomInt(1_000_000_000));
-    const user = o.user ?? randomUUID();
+    // An app's own purchase names no user unless the app set appAccountToken; a notification sample always names one.
+    const user = o.user ?? (o.transaction ? undefined : randomUUID());
     const renewal = o.type === 'DID_RENEW';
     const transaction = {
       transactionId: renewal ? String(Number(subscription) + randomInt(1, 1_000_000)) : subscription,
@@ -53,7 +54,7 @@ export class SampleNotificationCommand extends CommandRunner {
       expiresDate: o.type === 'EXPIRED' ? now - 1000 : now + 30 * DAY,
       quantity: 1,
       type: 'Auto-Renewable Subscription',
-      appAccountToken: user,
+      ...(user !== undefined ? { appAccountToken: user } : {}),
       inAppOwnershipType: 'PURCHASED',
       signedDate: now,
       environment: ENVIRONMENT,
@@ -64,6 +65,12 @@ export class SampleNotificationCommand extends CommandRunner {
       currency: 'USD',
       ...(o.type === 'REFUND' ? { revocationDate: now - 1000, revocationReason: 0 } : {}),
     };
+    if (o.transaction) {
+      if (o.type === 'TEST') throw new UsageError('--transaction needs a --type that carries a transaction (not TEST)');
+      process.stderr.write(`a StoreKit 2 transaction (Transaction.jwsRepresentation) of subscription ${subscription}: POST it to /v2/purchases\n`);
+      process.stdout.write(JSON.stringify({ signedTransaction: signAppleJws(ca, transaction) }) + '\n');
+      return;
+    }
     const renewalInfo = {
       originalTransactionId: subscription,
       productId: 'pro_monthly',
@@ -88,6 +95,15 @@ export class SampleNotificationCommand extends CommandRunner {
     };
     process.stderr.write(`${o.type} for subscription ${subscription}, user (appAccountToken) ${user}\n`);
     process.stdout.write(JSON.stringify({ signedPayload: signAppleJws(ca, payload) }) + '\n');
+  }
+
+  @Option({
+    flags: '--transaction',
+    description:
+      'print a POST /v2/purchases body instead: {signedTransaction}, the StoreKit 2 transaction an app would send (appAccountToken only with --user)',
+  })
+  parseTransaction(): boolean {
+    return true;
   }
 
   @Option({ flags: '--bundle-id <id>', description: 'bundle id of the app (as in APPLE_APPS)' })

@@ -55,7 +55,7 @@ export function httpStatusFor(code: ErrorCode): { status: number; title: string 
     case ErrorCode.ReceiptOwnedByAnotherUser:
       return { status: 409, title: 'Purchase belongs to another user' };
     case ErrorCode.UsernameNotAllowed:
-      return { status: 403, title: 'Token bound to another user' };
+      return { status: 403, title: 'Not allowed for a token bound to a user' };
     case ErrorCode.Internal:
       return { status: 500, title: 'Internal server error' };
     default:

@@ -3,13 +3,12 @@ import type { onRequestHookHandler, preParsingHookHandler, RouteOptions } from '
 import { InvalidParameterError } from '../common/errors.js';
 import type { RefusalLogging } from '../common/problem.filter.js';
 import { guardJsonShape } from '../store-notifications/notification-body-guard.js';
-import { APP_RECEIPT_MAX_CHARS } from './record-purchase/purchase-body.js';
 
 /**
- * The largest body the purchase routes take: the largest StoreKit 1 app receipt taken (base64) and
- * room for the rest. A StoreKit 2 JWS is 3-6 KB; a Play token under 1 KB.
+ * The largest body the purchase routes take: the largest StoreKit 1 app receipt taken (base64,
+ * APP_RECEIPT_MAX_CHARS) and room for the rest. A StoreKit 2 JWS is 3-6 KB; a Play token under 1 KB.
  */
-export const PURCHASE_BODY_LIMIT = APP_RECEIPT_MAX_CHARS + 16 * 1024;
+export const PURCHASE_BODY_LIMIT = 512 * 1024;
 /** A purchase body is a flat object, a cordova-plugin-purchase validator body three or four levels deep with a handful of products. */
 const PURCHASE_JSON_LIMITS = { maxDepth: 8, maxEntries: 256 };
 

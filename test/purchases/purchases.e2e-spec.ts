@@ -295,6 +295,9 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
     expect((await api.get('/v2/customers?limit=1', bound)).status).toBe(403);
     const readOnly = await post({ signedTransaction: t.jws, applicationUsername: 'x' }, api.token('app-1'));
     expect(readOnly).toMatchObject({ status: 403, body: { code: 'insufficient_scope' } });
+    const bare = await post({ transactionId: '12345' }, bound);
+    expect(bare).toMatchObject({ status: 403, body: { code: 'username_not_allowed' } });
+    expect(bare.body.detail).toContain('proves no purchase');
     const nobody = await post({ signedTransaction: t.jws }, backendToken('app-1'));
     expect(nobody).toMatchObject({ status: 400, body: { code: 'invalid_parameter', parameter: 'applicationUsername' } });
   });
@@ -327,7 +330,7 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
     expect(noGoogle.body.detail).toContain('GOOGLE_APPS');
     expect((await post(null, token, { raw: '{"signedTransaction": ', contentType: 'application/json' })).status).toBe(400);
     expect((await post(null, token, { raw: 'signedTransaction=x', contentType: 'application/x-www-form-urlencoded' })).status).toBe(415);
-    const huge = await post({ appReceipt: 'A'.repeat(500_000), applicationUsername: 'u' }, token);
+    const huge = await post({ appReceipt: 'A'.repeat(600_000), applicationUsername: 'u' }, token);
     expect(huge.status).toBe(413);
     const deep = await post(null, token, { raw: '['.repeat(50) + ']'.repeat(50) });
     expect(deep.status).toBe(400);

@@ -14,7 +14,7 @@ export type PurchaseSource =
 export type PurchaseRequest = { source: PurchaseSource; applicationUsername?: string };
 
 /** The largest StoreKit 1 app receipt taken, base64 (receipts of long histories run to a few hundred KB). */
-export const APP_RECEIPT_MAX_CHARS = 400_000;
+export const APP_RECEIPT_MAX_CHARS = 480_000;
 const JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const JWS_MAX_CHARS = 32_768;
 const TRANSACTION_ID = /^\d{1,30}$/;

@@ -62,6 +62,11 @@ export class RecordPurchaseHandler implements ICommandHandler<RecordPurchaseComm
   async execute({ principal, request }: RecordPurchaseCommand): Promise<RecordedPurchase> {
     const appId = principal.appId;
     const username = whoFor(principal, request.applicationUsername);
+    if (principal.username !== undefined && 'transactionId' in request.source)
+      throw new PurchaseError(
+        ErrorCode.UsernameNotAllowed,
+        "a token bound to one user may not send a bare transactionId: it proves no purchase. Send the signedTransaction (StoreKit 2) or the appReceipt, or send the id from your backend with the app's token",
+      );
     const events = await this.sources.events(appId, request.source);
     // The store's data names users by the tokens this service gave them: back to their names first.
     const storeTokens = new Map(events.map((e) => [e.data.receiptId, e.data.applicationUsername]));
