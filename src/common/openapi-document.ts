@@ -85,7 +85,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'JWT',
-          description: 'A JWT naming the application (`app` claim) with the scopes the operation lists: customers:read, transactions:read',
+          description:
+            'A JWT naming the application (`app` claim) with the scopes the operation lists: customers:read, transactions:read, customers:erase, purchases:write. ' +
+            "A token bound to one user (`applicationUsername` claim, the app's own) may only record purchases (docs/purchases.md).",
         },
         'bearer',
       )

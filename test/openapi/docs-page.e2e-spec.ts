@@ -7,7 +7,9 @@ import { TEST_SECRET } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { linkEvent, project, txEvent } from '../utils/events.js';
 import { expectEventually } from '../utils/expect-eventually.js';
-import { startService, type ServiceProcess } from '../utils/processes.js';
+import { startService, writeTempFile, type ServiceProcess } from '../utils/processes.js';
+import { X509Certificate } from 'node:crypto';
+import { createAppleTestCa, signAppleJws, type AppleTestCa } from '../../src/store-notifications/apple/apple-test-ca.js';
 
 // The docs page as a person uses it, in a real browser (Debian's Chromium, driven by playwright-core):
 // authorize, open each operation, "Try it out", "Execute" with the page's own pre-filled values.
@@ -77,15 +79,25 @@ describeWithBrowser('the docs page in a real browser (e2e, built service)', () =
   let service: ServiceProcess;
   let browser: Browser;
   let base: string;
+  let ca: AppleTestCa;
 
   beforeAll(async () => {
+    ca = await createAppleTestCa();
     db = await createTestDatabase('docs_page');
     // Customers and transactions of every kind, most of them outside what any documented example
     // selects (another product, expired, a google row), so a prefilled filter cannot go unnoticed.
     await project(db.dataSource, SEEDED);
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    service = startService({ PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, CONSUMER_ENABLED: 'false', WEBHOOK_DELIVERY_ENABLED: 'false' });
+    service = startService({
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: db.url,
+      CONSUMER_ENABLED: 'true',
+      WEBHOOK_DELIVERY_ENABLED: 'false',
+      APPLE_APPS: 'app-1:com.example.docs:Sandbox',
+      APPLE_ROOT_CERTIFICATES: writeTempFile('docs-root.pem', new X509Certificate(ca.root).toString()),
+    });
     await expectEventually(async () => expect((await fetch(`${base}/health/ready`)).status).toBe(200), 60_000, 250);
     browser = await chromium.launch({
       executablePath,
@@ -134,6 +146,53 @@ describeWithBrowser('the docs page in a real browser (e2e, built service)', () =
       expect(new URL(shownUrl?.trim() ?? '').search.replace(/^\?/, '')).toBe(query);
       // The unfiltered listing: everything seeded.
       expect(JSON.parse(body ?? '')).toMatchObject({ rows: expect.any(Array), paging: { skip: 0, total: TOTALS[route] } });
+    } finally {
+      await page.close();
+    }
+  });
+
+  // Runs after the listings: it adds a customer.
+  it("POST /v2/purchases: Try it out with a pasted StoreKit 2 transaction records it for the token's user", async () => {
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${base}/docs`);
+      await page.locator('button.authorize').first().click();
+      const bearer = page.locator('.modal-ux form').filter({ hasText: 'bearer (http, Bearer)' });
+      await bearer
+        .locator('input[type=text]')
+        .fill(mintToken({ secret: TEST_SECRET, appId: 'app-1', scopes: ['purchases:write'], ttlSeconds: 600, username: 'dora@example.com' }));
+      await bearer.locator('button.authorize').click();
+      await page.locator('.modal-ux button.btn-done').first().click();
+      const operation = page.locator('.opblock-post').filter({ has: page.locator('.opblock-summary-path[data-path="/v2/purchases"]') });
+      await operation.locator('.opblock-summary').click();
+      await operation.locator('.try-out__btn').click();
+      const now = Date.now();
+      const jws = signAppleJws(ca, {
+        transactionId: '2000000999',
+        originalTransactionId: '2000000999',
+        bundleId: 'com.example.docs',
+        productId: 'pro_monthly',
+        purchaseDate: now - 60_000,
+        originalPurchaseDate: now - 60_000,
+        expiresDate: now + 30 * 86_400_000,
+        type: 'Auto-Renewable Subscription',
+        inAppOwnershipType: 'PURCHASED',
+        quantity: 1,
+        signedDate: now,
+        environment: 'Sandbox',
+      });
+      await operation.locator('textarea.body-param__text').fill(JSON.stringify({ signedTransaction: jws }));
+      await operation.locator('button.execute').click();
+      const response = operation.locator('.live-responses-table tr.response');
+      const status = await response.locator('td.response-col_status').textContent();
+      const body = JSON.parse((await response.locator('.response-col_description pre').first().textContent()) ?? '');
+      expect({ status: status?.trim(), body }).toMatchObject({
+        status: '200',
+        body: {
+          status: 'recorded',
+          customer: { applicationUsername: 'dora@example.com', receiptIds: ['apple:2000000999'], customerInfo: { activeSubscriber: true } },
+        },
+      });
     } finally {
       await page.close();
     }
