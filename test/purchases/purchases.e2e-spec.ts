@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { randomUUID, X509Certificate } from 'node:crypto';
+import { createHmac, randomUUID, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,8 @@ import { startGooglePlayMock } from '../utils/google-play-mock.js';
 import { writeTempFile } from '../utils/processes.js';
 import { startReceiver } from '../utils/webhook-receiver.js';
 import { withDefiniteLengths } from '../utils/definite-length.js';
+import { ReferenceModel, type RawEvent } from '../model/reference-model.js';
+import { expectEqualsFromScratch } from '../utils/read-models.js';
 import { mintToken } from '../../src/auth/mint-token.js';
 
 jest.setTimeout(180_000);
@@ -436,6 +438,84 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
     }
   });
 
+  it('the cordova-plugin-purchase validator protocol: bodies as the plugin builds them, answers in its shape (errors too, with HTTP 200)', async () => {
+    const cordova = (name: string, replace: Record<string, string>) => {
+      let text = readFileSync(path.join(fixtures, 'cordova-validator', name), 'utf8');
+      for (const [from, to] of Object.entries(replace)) text = text.replaceAll(from, to);
+      return JSON.parse(text);
+    };
+    const validator = { path: '/v2/purchases/validator' };
+    // StoreKit 2 (transaction type apple-sk2): recorded for additionalData.applicationUsername
+    const t = storeKit2Transaction();
+    const sk2User = `cordova-${nextId()}@example.com`;
+    const sk2 = await post(cordova('apple-storekit2.json', { SIGNED_TRANSACTION: t.jws, 'user@example.com': sk2User }), backendToken('app-1'), validator);
+    expect(sk2.status).toBe(200);
+    expect(sk2.body).toEqual({
+      ok: true,
+      data: {
+        id: 'com.example.app',
+        latest_receipt: true,
+        transaction: { type: 'apple-sk2' },
+        date: expect.any(String),
+        collection: [
+          expect.objectContaining({
+            id: 'pass.premium',
+            platform: 'ios-appstore',
+            transactionId: t.id,
+            purchaseId: t.id,
+            purchaseDate: t.payload.purchaseDate,
+            expiryDate: t.payload.expiresDate,
+            isExpired: false,
+            quantity: 1,
+          }),
+        ],
+      },
+    });
+    expect(await customer('app-1', sk2User)).toMatchObject({ receiptIds: [`apple:${t.id}`] });
+
+    // Google Play (android-playstore, a subscription): the token read with subscriptionsv2.get
+    const purchaseToken = `cordova-tok-${nextId()}`;
+    const order = `GPA.7777-${nextId()}`;
+    google.setSubscription(PACKAGE, purchaseToken, {
+      kind: 'androidpublisher#subscriptionPurchaseV2',
+      startTime: new Date(Date.now() - DAY).toISOString(),
+      regionCode: 'US',
+      subscriptionState: 'SUBSCRIPTION_STATE_ACTIVE',
+      latestOrderId: order,
+      acknowledgementState: 'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED',
+      lineItems: [
+        {
+          productId: 'premium_monthly',
+          expiryTime: new Date(Date.now() + 29 * DAY).toISOString(),
+          autoRenewingPlan: { autoRenewEnabled: true, recurringPrice: { currencyCode: 'USD', units: '4', nanos: 990000000 } },
+          offerDetails: { basePlanId: 'monthly', offerTags: [] },
+          latestSuccessfulOrderId: order,
+        },
+      ],
+    });
+    const googleUser = `cordova-g-${nextId()}`;
+    const play = await post(cordova('google.json', { PURCHASE_TOKEN: purchaseToken, 'user@example.com': googleUser }), backendToken('app-g'), validator);
+    expect(play.body).toMatchObject({
+      ok: true,
+      data: {
+        id: 'premium_monthly',
+        transaction: { type: 'android-playstore' },
+        collection: [{ id: 'premium_monthly', platform: 'android-playstore', isExpired: false }],
+      },
+    });
+
+    // StoreKit 1 (ios-appstore): Apple's test receipt names transaction 0, which another user owns by now: the plugin's error payload, with 200
+    const sk1 = await post(
+      cordova('apple-storekit1.json', { APP_RECEIPT: appStoreReceipt('xcode-app-receipt-with-transaction') }),
+      backendToken('app-k'),
+      validator,
+    );
+    expect(sk1.status).toBe(200);
+    expect(sk1.body).toEqual({ ok: false, status: 409, code: 6777007, message: expect.stringContaining('proves no purchase'), data: { latest_receipt: true } });
+    const unknownType = await post({ transaction: { type: 'braintree', id: 'x' } }, backendToken('app-1'), validator);
+    expect(unknownType).toMatchObject({ status: 200, body: { ok: false, status: 400, code: 6777016 } });
+  });
+
   it('202 with where to look when the read models do not show the purchase within PURCHASE_WAIT', async () => {
     const idle = await startTestApp({
       databaseUrl: db.url,
@@ -458,6 +538,31 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
     } finally {
       await idle.close();
     }
+  });
+
+  // Last: it reads everything the tests before it published.
+  it('the events are ordinary events: the reference model and a projection from scratch of the log agree with the read models', async () => {
+    const rows = (await db.dataSource.query(`SELECT value FROM public.event_log ORDER BY "offset"`)) as { value: Buffer }[];
+    const [{ key }] = await db.dataSource.query(`SELECT key FROM public.erasure_key`);
+    // docs/privacy.md: the keyed hash of app, NUL, name; a name redacted in the embedded log (erased:<hash>) stands for its own hash
+    const hash = (app: string, name: string) =>
+      /^erased:[0-9a-f]{64}$/.test(name) ? name.slice('erased:'.length) : createHmac('sha256', key).update(`${app}\u0000${name}`, 'utf8').digest('hex');
+    const model = new ReferenceModel(
+      rows.map((r) => JSON.parse(r.value.toString('utf8')) as RawEvent),
+      hash,
+    );
+    const now = new Date();
+    for (const app of ['app-1', 'app-keep', 'app-k', 'app-g']) {
+      expect((await api.get('/v2/customers?limit=1000', api.token(app))).body).toEqual(model.customersPage(app, { skip: 0, limit: 1000 }, now));
+      // ownershipType (Family Sharing) is shown as the store says it; the model renders the fields the rules read and the generator produces
+      const shown = (await api.get('/v2/transactions?limit=1000', api.token(app))).body as { rows: Record<string, unknown>[] };
+      for (const row of shown.rows) delete row.ownershipType;
+      expect(shown).toEqual(model.transactionsPage(app, { skip: 0, limit: 1000 }));
+    }
+    await expectEqualsFromScratch(
+      db.dataSource,
+      rows.map((r) => r.value),
+    );
   });
 });
 
