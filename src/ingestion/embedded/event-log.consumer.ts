@@ -44,6 +44,8 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
   private readonly abortBatch = new AbortController();
   private listener?: pg.Client;
   private wake?: () => void;
+  /** A NOTIFY came since the loop last looked at the log (set by the listener, cleared before each read). */
+  private notified = false;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -109,6 +111,8 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
     while (!this.stopping) {
       try {
         await this.ensureListener();
+        // What is appended from here on is either read below or wakes the next idle().
+        this.notified = false;
         const { schema, bounds } = this.target;
         const [row] = (await this.db.query(`SELECT next_offset::text AS next_offset FROM ${schema}.projection_offsets WHERE topic = $1 AND partition = $2`, [
           topic,
@@ -179,6 +183,8 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
   }
 
   private idle(): Promise<void> {
+    // Appended while a batch was read or applied: the NOTIFY found no idle() to wake; read again at once.
+    if (this.notified) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, IDLE_POLL_MS);
       function done() {
@@ -192,7 +198,10 @@ export class EventLogConsumer implements OnApplicationBootstrap, BeforeApplicati
   private async ensureListener(): Promise<void> {
     if (this.listener) return;
     const client = new pg.Client({ connectionString: this.server.url, application_name: EVENT_LOG_LISTENER });
-    client.on('notification', () => this.wake?.());
+    client.on('notification', () => {
+      this.notified = true;
+      this.wake?.();
+    });
     client.on('error', () => {
       this.listener = undefined;
       void client.end().catch(() => undefined);
