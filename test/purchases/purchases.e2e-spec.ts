@@ -336,6 +336,8 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
     expect(huge.status).toBe(413);
     const deep = await post(null, token, { raw: '['.repeat(50) + ']'.repeat(50) });
     expect(deep.status).toBe(400);
+    const poisoned = await post(null, token, { raw: `{"__proto__": {"applicationUsername": "admin"}, "signedTransaction": "${forged.jws}"}` });
+    expect(poisoned.status).toBe(400);
     expect(await logSize()).toBe(before);
   });
 
