@@ -111,6 +111,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   if (apple) apple.security = [];
   const google = document.paths['/v2/notifications/google/{appId}']?.post;
   if (google) google.security = [{ pubsubOidc: [] }];
+  // Stripe signs the body (Stripe-Signature), not the request.
+  const stripe = document.paths['/v2/notifications/stripe/{appId}']?.post;
+  if (stripe) stripe.security = [];
   (document as unknown as Record<string, unknown>).webhooks = webhookPayloads;
   // A list sent as one parameter with literal commas (what the spec asks for), so Swagger UI's
   // "Try it out" and generated clients send `alice,bob` rather than `alice%2Cbob` (one name).

@@ -228,4 +228,23 @@ describe('loadConfig', () => {
       expect(google('demo:com.example.demo')).toEqual([]);
     });
   });
+
+  it('STRIPE_APPS: a wrong entry is named by its application id and part, never by its secrets', () => {
+    const problems = (entry: string): string[] => {
+      try {
+        loadConfig({ STRIPE_APPS: entry });
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+    };
+    expect(problems('web:whsec_abcdefgh1234:rk_test_abcdefgh1234')).toEqual([]);
+    const wrong = problems('web:notasecret-SHOULD-NOT-SHOW:sk_live_SECRETKEY-SHOULD-NOT-SHOW');
+    expect(wrong).toEqual([
+      'STRIPE_APPS: the 2nd part of "web"\'s entry must be the webhook endpoint\'s signing secret (whsec_..., Dashboard, Webhooks)',
+      'STRIPE_APPS: the 3rd part of "web"\'s entry must be an API key (rk_test_..., rk_live_..., or sk_...): a restricted key with read access to subscriptions and invoices',
+    ]);
+    expect(wrong.join(' ')).not.toContain('SHOULD-NOT-SHOW');
+    expect(problems('web:whsec_abcdefgh1234')).toEqual(['STRIPE_APPS: the entry of "web" must have 3 parts, appId:webhookSigningSecret:apiKey']);
+  });
 });

@@ -10,6 +10,7 @@ import { HttpEnv } from './env/http.env.js';
 import { ImportEnv } from './env/import.env.js';
 import { applicationIdProblem } from '../common/application-id.js';
 import { PurchasesEnv } from './env/purchases.env.js';
+import { StripeEnv } from './env/stripe.env.js';
 import { IngestionEnv } from './env/ingestion.env.js';
 import { KafkaEnv } from './env/kafka.env.js';
 import { MetricsEnv } from './env/metrics.env.js';
@@ -18,9 +19,9 @@ import { GoogleEnv } from './env/google.env.js';
 import { WebhooksEnv } from './env/webhooks.env.js';
 import { AppEnv } from './env/app.env.js';
 import { weakSecretReason } from './secret-strength.js';
-import { appleSettings, googleSettings, type AppleSettings, type GoogleSettings } from './store-settings.js';
+import { appleSettings, googleSettings, stripeSettings, type AppleSettings, type GoogleSettings, type StripeSettings } from './store-settings.js';
 
-export type { AppleApiKey, AppleApp, AppleSettings, GoogleSettings } from './store-settings.js';
+export type { AppleApiKey, AppleApp, AppleSettings, GoogleSettings, StripeSettings } from './store-settings.js';
 
 type EnvSlice = new () => object;
 
@@ -45,6 +46,7 @@ const ENVIRONMENT: readonly EnvSlice[] = [
   AppleEnv,
   ImportEnv,
   GoogleEnv,
+  StripeEnv,
   PurchasesEnv,
 ];
 type Environment = AppEnv &
@@ -61,6 +63,7 @@ type Environment = AppEnv &
   AppleEnv &
   ImportEnv &
   GoogleEnv &
+  StripeEnv &
   PurchasesEnv;
 
 /**
@@ -103,6 +106,7 @@ const OWNED_PREFIXES = [
   'EVENT_',
   'APPLE_',
   'PURCHASE_',
+  'STRIPE_',
   'GOOGLE_',
   'METRICS_',
   'IMPORT_',
@@ -192,6 +196,8 @@ export type AppConfig = Readonly<{
   apple?: AppleSettings;
   /** Unset: POST /v2/notifications/google/* answers 404. */
   google?: GoogleSettings;
+  /** Unset: POST /v2/notifications/stripe/* answers 404. */
+  stripe?: StripeSettings;
   /** IMPORT_CONCURRENCY: store requests `import` keeps in flight. */
   importConcurrency: number;
   purchases: Readonly<PurchaseSettings>;
@@ -235,7 +241,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   if (env.NODE_ENV === 'production' && !env.ALLOW_EMBEDDED) {
     if (!env.DATABASE_URL) problems.push('DATABASE_URL must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to run the embedded PostgreSQL)');
     // An API-only instance that takes no store notifications neither reads nor writes the event log.
-    const usesEventLog = env.CONSUMER_ENABLED || Boolean(env.APPLE_APPS?.length || env.GOOGLE_APPS?.length);
+    const usesEventLog = env.CONSUMER_ENABLED || Boolean(env.APPLE_APPS?.length || env.GOOGLE_APPS?.length || env.STRIPE_APPS?.length);
     if (!env.KAFKA_BROKERS && usesEventLog) {
       problems.push(
         'KAFKA_BROKERS must be set when NODE_ENV=production (or ALLOW_EMBEDDED=true to use the embedded event log; an API-only instance, CONSUMER_ENABLED=false without APPLE_APPS or GOOGLE_APPS, needs neither)',
@@ -244,6 +250,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
   }
   const apple = appleSettings(env, problems);
   const google = googleSettings(env, problems);
+  const stripe = stripeSettings(env, problems);
   const ownershipByApp = new Map<string, 'transfer' | 'keep'>();
   for (const entry of env.PURCHASE_OWNERSHIP_BY_APP ?? []) {
     const [appId, rule] = entry.split(':') as [string, 'transfer' | 'keep'];
@@ -303,6 +310,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     apple,
     google,
+    stripe,
     importConcurrency: env.IMPORT_CONCURRENCY,
     purchases: Object.freeze({ ownership: (appId: string) => ownershipByApp.get(appId) ?? env.PURCHASE_OWNERSHIP, waitMs: env.PURCHASE_WAIT }),
     webhooks: Object.freeze({

@@ -1,5 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { StripeEnv } from './env/stripe.env.js';
 import type { ImportEnv } from './env/import.env.js';
 import type { AppleEnv } from './env/apple.env.js';
 import type { GoogleEnv } from './env/google.env.js';
@@ -66,6 +67,36 @@ export function googleSettings(env: GoogleEnv, problems: string[]): GoogleSettin
     selfSignedJwt: env.GOOGLE_API_SELF_SIGNED_JWT,
     voidedPollIntervalMs: env.GOOGLE_VOIDED_POLL_INTERVAL === undefined ? undefined : env.GOOGLE_VOIDED_POLL_INTERVAL * 1000,
   };
+}
+
+export type StripeApp = { webhookSecret: string; apiKey: string };
+export type StripeSettings = {
+  apps: ReadonlyMap<string, StripeApp>;
+  apiBaseUrl: string;
+  usernameMetadataKey: string;
+  toleranceSeconds: number;
+};
+
+/** STRIPE_APPS: appId:whsec_...:rk_... entries. A wrong entry is named by its application id and part, never by its secrets. */
+export function stripeSettings(env: StripeEnv, problems: string[]): StripeSettings | undefined {
+  if (!env.STRIPE_APPS?.length) return undefined;
+  const apps = new Map<string, StripeApp>();
+  for (const entry of env.STRIPE_APPS) {
+    const [appId = '', webhookSecret = '', apiKey = '', ...rest] = entry.split(':');
+    const wrong = [
+      rest.length > 0 || !apiKey ? `STRIPE_APPS: the entry of ${JSON.stringify(appId)} must have 3 parts, appId:webhookSigningSecret:apiKey` : undefined,
+      checkAppId('STRIPE_APPS', appId, appId, 'an application id of your choosing'),
+      /^whsec_[A-Za-z0-9]{8,}$/.test(webhookSecret)
+        ? undefined
+        : `STRIPE_APPS: the 2nd part of ${JSON.stringify(appId)}'s entry must be the webhook endpoint's signing secret (whsec_..., Dashboard, Webhooks)`,
+      apiKey === '' || /^(rk|sk)_(test|live)_[A-Za-z0-9]{8,}$/.test(apiKey)
+        ? undefined
+        : `STRIPE_APPS: the 3rd part of ${JSON.stringify(appId)}'s entry must be an API key (rk_test_..., rk_live_..., or sk_...): a restricted key with read access to subscriptions and invoices`,
+    ].filter((p) => p !== undefined);
+    if (wrong.length > 0) problems.push(...wrong);
+    else apps.set(appId, { webhookSecret, apiKey });
+  }
+  return { apps, apiBaseUrl: env.STRIPE_API_BASE_URL, usernameMetadataKey: env.STRIPE_USERNAME_METADATA_KEY, toleranceSeconds: env.STRIPE_WEBHOOK_TOLERANCE };
 }
 
 export type AppleApp = { bundleId: string; environment: 'Production' | 'Sandbox'; appAppleId?: number };

@@ -3,7 +3,10 @@ import type { FastifyRequest, onRequestHookHandler, preParsingHookHandler, Route
 import { ErrorCode } from '../common/errors.js';
 import type { RefusalLogging } from '../common/problem.filter.js';
 import type { AppConfig } from '../config/app-config.js';
-import { guardJsonShape, NOTIFICATION_JSON_MAX_DEPTH, NOTIFICATION_JSON_MAX_ENTRIES } from './notification-body-guard.js';
+import { Readable } from 'node:stream';
+import { guardJsonShape, NOTIFICATION_JSON_MAX_DEPTH, NOTIFICATION_JSON_MAX_ENTRIES, type JsonShapeLimits } from './notification-body-guard.js';
+
+const NOTIFICATION_SHAPE: JsonShapeLimits = { maxDepth: NOTIFICATION_JSON_MAX_DEPTH, maxEntries: NOTIFICATION_JSON_MAX_ENTRIES };
 import { StoreNotificationError } from './store-notification.errors.js';
 
 /**
@@ -21,12 +24,21 @@ export const APPLE_NOTIFICATION_BODY_LIMIT = 64 * 1024;
  */
 export const GOOGLE_NOTIFICATION_BODY_LIMIT = 16 * 1024;
 
-type Store = 'apple' | 'google';
+/**
+ * A Stripe webhook event is one API object (a subscription, an invoice with its lines, a Checkout
+ * Session) in an envelope: a few KB, an invoice of many lines tens of KB. 256 KiB is several times
+ * the largest; its JSON has hundreds of entries, so its shape limits are wider than the others'.
+ */
+export const STRIPE_NOTIFICATION_BODY_LIMIT = 256 * 1024;
+
+type Store = 'apple' | 'google' | 'stripe';
 
 /** The routes the stores call, by the URL Nest registers them under. */
-const NOTIFICATION_ROUTES: Record<string, { store: Store; bodyLimit: number }> = {
-  '/v2/notifications/apple/:appId': { store: 'apple', bodyLimit: APPLE_NOTIFICATION_BODY_LIMIT },
-  '/v2/notifications/google/:appId': { store: 'google', bodyLimit: GOOGLE_NOTIFICATION_BODY_LIMIT },
+const NOTIFICATION_ROUTES: Record<string, { store: Store; bodyLimit: number; shape: JsonShapeLimits; raw?: true }> = {
+  '/v2/notifications/apple/:appId': { store: 'apple', bodyLimit: APPLE_NOTIFICATION_BODY_LIMIT, shape: NOTIFICATION_SHAPE },
+  '/v2/notifications/google/:appId': { store: 'google', bodyLimit: GOOGLE_NOTIFICATION_BODY_LIMIT, shape: NOTIFICATION_SHAPE },
+  // Stripe signs the bytes it sent: the handler needs them as they came (rawBody).
+  '/v2/notifications/stripe/:appId': { store: 'stripe', bodyLimit: STRIPE_NOTIFICATION_BODY_LIMIT, shape: { maxDepth: 32, maxEntries: 20_000 }, raw: true },
 };
 
 const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
@@ -37,8 +49,15 @@ function hasBody(request: FastifyRequest): boolean {
 }
 
 function configured(store: Store, config: AppConfig, appId: string): boolean {
-  return store === 'apple' ? config.apple?.apps.has(appId) === true : config.google?.apps.has(appId) === true;
+  const apps = store === 'apple' ? config.apple?.apps : store === 'google' ? config.google?.apps : config.stripe?.apps;
+  return apps?.has(appId) === true;
 }
+
+const STORE_NAMES: Record<Store, { variable: string; name: string }> = {
+  apple: { variable: 'APPLE_APPS', name: 'App Store' },
+  google: { variable: 'GOOGLE_APPS', name: 'Google Play' },
+  stripe: { variable: 'STRIPE_APPS', name: 'Stripe' },
+};
 
 /**
  * What can be refused from the request line and headers is refused before a byte of the body is
@@ -47,8 +66,7 @@ function configured(store: Store, config: AppConfig, appId: string): boolean {
  * drained either.
  */
 function refuseBeforeBody(store: Store, bodyLimit: number, config: AppConfig): onRequestHookHandler {
-  const variable = store === 'apple' ? 'APPLE_APPS' : 'GOOGLE_APPS';
-  const name = store === 'apple' ? 'App Store' : 'Google Play';
+  const { variable, name } = STORE_NAMES[store];
   return (request, reply, done) => {
     const appId = (request.params as { appId?: string }).appId ?? '';
     let refusal: Error | undefined;
@@ -67,16 +85,44 @@ function refuseBeforeBody(store: Store, bodyLimit: number, config: AppConfig): o
   };
 }
 
-const shapeGuard: preParsingHookHandler = (_request, _reply, payload, done) => {
-  done(
-    null,
-    guardJsonShape(
-      payload,
-      { maxDepth: NOTIFICATION_JSON_MAX_DEPTH, maxEntries: NOTIFICATION_JSON_MAX_ENTRIES },
-      (reason) => new StoreNotificationError(ErrorCode.NotificationUnverified, `${reason}: not a store notification`),
-    ),
-  );
-};
+const shapeGuard =
+  (limits: JsonShapeLimits): preParsingHookHandler =>
+  (_request, _reply, payload, done) => {
+    done(
+      null,
+      guardJsonShape(payload, limits, (reason) => new StoreNotificationError(ErrorCode.NotificationUnverified, `${reason}: not a store notification`)),
+    );
+  };
+
+/** The body as it came, kept on the request (`rawBody`) for a signature over its bytes; cut at the route's limit (413). */
+const keepRawBody =
+  (bodyLimit: number): preParsingHookHandler =>
+  (request, _reply, payload, done) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let finished = false;
+    const finish = (error: Error | null, stream?: Readable) => {
+      if (finished) return;
+      finished = true;
+      done(error, stream);
+    };
+    payload.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > bodyLimit) {
+        payload.destroy();
+        return finish(new PayloadTooLargeException(`The body is over the ${bodyLimit} bytes this endpoint takes.`));
+      }
+      chunks.push(chunk);
+    });
+    payload.on('error', (error) => finish(error));
+    payload.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      (request as FastifyRequest & { rawBody?: Buffer }).rawBody = raw;
+      const stream = Readable.from([raw]) as Readable & { receivedEncodedLength?: number };
+      stream.receivedEncodedLength = raw.length;
+      finish(null, stream);
+    });
+  };
 
 const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
@@ -90,6 +136,6 @@ export function applyNotificationRouteOptions(route: RouteOptions, config: AppCo
   if (!spec) return;
   route.bodyLimit = spec.bodyLimit;
   route.onRequest = [...asArray(route.onRequest), refuseBeforeBody(spec.store, spec.bodyLimit, config)];
-  route.preParsing = [...asArray(route.preParsing), shapeGuard];
+  route.preParsing = [...asArray(route.preParsing), ...(spec.raw ? [keepRawBody(spec.bodyLimit)] : []), shapeGuard(spec.shape)];
   route.config = { ...(route.config as object | undefined), logRefusals: true } satisfies RefusalLogging;
 }

@@ -1,0 +1,52 @@
+import Stripe from 'stripe';
+import type { StripeSettings } from '../../config/app-config.js';
+import type { StripeSubscription } from './stripe-to-events.js';
+
+/** One Stripe API request may take this long before it counts as the API being away. */
+export const STRIPE_REQUEST_TIMEOUT_MS = 10_000;
+
+/** What a failed call means to the caller: a thing Stripe does not have, or Stripe (or our key) unavailable now. */
+export type StripeCallFailure = { kind: 'missing' | 'unavailable'; status?: number; message: string };
+
+/**
+ * The Stripe API as one app's key sees it, at STRIPE_API_BASE_URL, through Stripe's own library
+ * (its paths, parameters, versioning and errors), without its retries: a webhook is retried by Stripe.
+ */
+export class StripeApi {
+  private readonly client: Stripe;
+
+  constructor(apiKey: string, settings: Pick<StripeSettings, 'apiBaseUrl'>) {
+    const base = new URL(settings.apiBaseUrl);
+    this.client = new Stripe(apiKey, {
+      host: base.hostname,
+      port: base.port || (base.protocol === 'https:' ? 443 : 80),
+      protocol: base.protocol === 'https:' ? 'https' : 'http',
+      maxNetworkRetries: 0,
+      timeout: STRIPE_REQUEST_TIMEOUT_MS,
+      telemetry: false,
+    });
+  }
+
+  /** The webhook event, verified by Stripe's library: signature over the body's bytes, timestamp within `toleranceSeconds` of `now`. */
+  verifyWebhook(raw: Buffer, signature: string, secret: string, toleranceSeconds: number, now: Date): unknown {
+    // receivedAt is in milliseconds (the library divides it by 1000).
+    return this.client.webhooks.constructEvent(raw, signature, secret, toleranceSeconds, undefined, now.getTime());
+  }
+
+  /** The subscription as it is now, with its latest invoice. */
+  async subscription(id: string): Promise<StripeSubscription> {
+    return (await this.client.subscriptions.retrieve(id, { expand: ['latest_invoice'] })) as unknown as StripeSubscription;
+  }
+
+  /** The price of a Checkout Session's first line item. */
+  async checkoutPrice(sessionId: string): Promise<string | undefined> {
+    const items = await this.client.checkout.sessions.listLineItems(sessionId, { limit: 1 });
+    return items.data[0]?.price?.id;
+  }
+}
+
+export function classifyStripeCall(error: unknown): StripeCallFailure {
+  const e = error as { statusCode?: number; code?: string; message?: string };
+  if (e.statusCode === 404 || e.code === 'resource_missing') return { kind: 'missing', status: 404, message: e.message ?? 'not found' };
+  return { kind: 'unavailable', status: e.statusCode, message: e.message ?? String(error) };
+}
