@@ -237,6 +237,69 @@ describe('Stripe webhooks in (e2e: real PostgreSQL, embedded log, Stripe API moc
     expect(await customer(user)).toEqual(after);
   });
 
+  it('a full refund revokes the paid invoice; a partial one revokes nothing; a lost dispute ends access', async () => {
+    const user = `refund-${randomUUID()}`;
+    const subId = id('sub');
+    const start = now() - 3 * DAY;
+    const paid = invoice({ id: id('in'), subscription: subId, paid: true, amount: 999, paidAt: start, reason: 'subscription_create' });
+    const active = subscription({ id: subId, status: 'active', start, periodStart: start, periodEnd: start + 30 * DAY, latestInvoice: paid.id, user });
+    mock.setInvoice(paid);
+    mock.setSubscription(active);
+    await send(event('customer.subscription.created', active));
+    const paymentIntent = id('pi');
+    mock.setInvoicePayment(paymentIntent, paid.id);
+    // A charge as API 2025-03-31 and later send it: no invoice, the PaymentIntent only.
+    const charge = Object.assign(stripeFixture('charge'), {
+      id: id('ch'),
+      payment_intent: paymentIntent,
+      amount: 999,
+      amount_refunded: 300,
+      refunded: false,
+      currency: 'usd',
+    });
+    delete charge.invoice;
+    const before = await logSize();
+    expect(await deliver(event('charge.refunded', charge))).toMatchObject({ status: 200, body: { status: 'acknowledged', events: 0 } });
+    expect(await logSize()).toBe(before);
+
+    const full = event('charge.refunded', { ...charge, amount_refunded: 999, refunded: true });
+    await send(full);
+    expect(await customer(user)).toMatchObject({ customerInfo: { activeSubscriber: false, expirationDate: new Date(full.created * 1000).toISOString() } });
+    expect(await transactions(subId)).toEqual([
+      expect.objectContaining({
+        transactionId: `stripe:${paid.id}`,
+        revocationDate: new Date(full.created * 1000).toISOString(),
+        cancelationReason: 'Customer',
+        amountMicros: 9_990_000,
+      }),
+    ]);
+
+    // A dispute names the charge; the charge names the PaymentIntent; invoice payments name the invoice.
+    const disputed = `dispute-${randomUUID()}`;
+    const sub2 = id('sub');
+    const paid2 = invoice({ id: id('in'), subscription: sub2, paid: true, amount: 999, paidAt: start, reason: 'subscription_create' });
+    const active2 = subscription({
+      id: sub2,
+      status: 'active',
+      start,
+      periodStart: start,
+      periodEnd: start + 30 * DAY,
+      latestInvoice: paid2.id,
+      user: disputed,
+    });
+    mock.setInvoice(paid2);
+    mock.setSubscription(active2);
+    await send(event('customer.subscription.created', active2));
+    const pi2 = id('pi');
+    const charge2 = Object.assign(stripeFixture('charge'), { id: id('ch'), payment_intent: pi2, currency: 'usd' });
+    mock.setCharge(charge2);
+    mock.setInvoicePayment(pi2, paid2.id);
+    const dispute = Object.assign(stripeFixture('dispute'), { id: id('dp'), charge: charge2.id, payment_intent: null, status: 'under_review' });
+    expect(await deliver(event('charge.dispute.created', dispute))).toMatchObject({ status: 200, body: { status: 'acknowledged' } });
+    await send(event('charge.dispute.closed', { ...dispute, status: 'lost' }));
+    expect((await customer(disputed)).customerInfo).toMatchObject({ activeSubscriber: false });
+  });
+
   it("Checkout: client_reference_id names the app's user; a one-time payment is a purchase of the session's price", async () => {
     const user = `checkout-${randomUUID()}`;
     const subId = id('sub');

@@ -7,12 +7,13 @@ import { fileURLToPath } from 'node:url';
 type Json = Record<string, any>;
 const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/stripe');
 /** One of Stripe's example objects (test/fixtures/stripe/README.md), a fresh copy each time. */
-export const stripeFixture = (name: 'subscription' | 'invoice' | 'checkout.session' | 'event' | 'line_item'): Json =>
+export const stripeFixture = (name: 'subscription' | 'invoice' | 'checkout.session' | 'event' | 'line_item' | 'invoice_payment' | 'charge' | 'dispute'): Json =>
   JSON.parse(readFileSync(path.join(fixtures, `${name}.json`), 'utf8'));
 
 /**
  * The Stripe API on loopback, answering in the shapes of Stripe's OpenAPI fixtures: GET
- * /v1/subscriptions/{id} (expand[]=latest_invoice), GET /v1/checkout/sessions/{id}/line_items.
+ * /v1/subscriptions/{id} (expand[]=latest_invoice), GET /v1/checkout/sessions/{id}/line_items,
+ * GET /v1/invoice_payments (by payment_intent), GET /v1/charges/{id}.
  * Requests must carry the API key as a bearer token. Unknown ids answer Stripe's 404
  * (resource_missing); `failNext` answers 500s; `calls` counts requests.
  */
@@ -20,6 +21,8 @@ export async function startStripeMock(apiKey: string) {
   const subscriptions = new Map<string, Json>();
   const invoices = new Map<string, Json>();
   const lineItems = new Map<string, Json[]>();
+  const invoiceOfPayment = new Map<string, string>();
+  const charges = new Map<string, Json>();
   const calls: string[] = [];
   let failNext = 0;
   const server: Server = createServer((req, res) => {
@@ -47,6 +50,20 @@ export async function startStripeMock(apiKey: string) {
         latest_invoice: expand.includes('latest_invoice') && typeof latest === 'string' ? (invoices.get(latest) ?? latest) : latest,
       });
     }
+    if (req.method === 'GET' && url.pathname === '/v1/invoice_payments') {
+      // payment[type]=payment_intent&payment[payment_intent]=pi_...: the invoice a payment paid
+      const pi = url.searchParams.get('payment[payment_intent]') ?? '';
+      const invoice = invoiceOfPayment.get(pi);
+      const data = invoice
+        ? [{ ...stripeFixture('invoice_payment'), id: `inpay_${pi}`, invoice, payment: { type: 'payment_intent', payment_intent: pi }, status: 'paid' }]
+        : [];
+      return send(200, { object: 'list', data, has_more: false, url: url.pathname });
+    }
+    const charge = /^\/v1\/charges\/([^/]+)$/.exec(url.pathname);
+    if (req.method === 'GET' && charge) {
+      const found = charges.get(charge[1]);
+      return found ? send(200, found) : missing('charge', charge[1]);
+    }
     const items = /^\/v1\/checkout\/sessions\/([^/]+)\/line_items$/.exec(url.pathname);
     if (req.method === 'GET' && items) {
       const found = lineItems.get(items[1]);
@@ -63,6 +80,9 @@ export async function startStripeMock(apiKey: string) {
     setSubscription: (subscription: Json) => subscriptions.set(subscription.id, subscription),
     setInvoice: (invoice: Json) => invoices.set(invoice.id, invoice),
     setLineItems: (sessionId: string, items: Json[]) => lineItems.set(sessionId, items),
+    /** The invoice a PaymentIntent paid, as invoice payments list it. */
+    setInvoicePayment: (paymentIntent: string, invoiceId: string) => invoiceOfPayment.set(paymentIntent, invoiceId),
+    setCharge: (c: Json) => charges.set(c.id, c),
     failNext: (n: number) => (failNext = n),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

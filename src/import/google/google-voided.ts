@@ -1,7 +1,7 @@
 import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
 import type { DataSource } from 'typeorm';
 import type { GooglePlayApi } from '../../store-notifications/google/google-play.js';
-import { TRANSACTION_COLUMNS } from '../../transactions/list-transactions/list-transactions.sql.js';
+import { storedTransaction } from '../../store-notifications/stored-transaction.js';
 import { ImportFatalError } from '../import-errors.js';
 import { RetryGate, withStoreRetries, type RetryPolicy } from '../store-retry.js';
 import { classifyGoogleCall, googleCallError, type StoredOrder } from './google-import.js';
@@ -56,13 +56,8 @@ export async function* listVoidedPurchases(
   } while (token && !signal?.aborted);
 }
 
-const STORED_ORDER = `SELECT ${TRANSACTION_COLUMNS}, version_time AS "versionTime" FROM read_model.transactions WHERE app_id = $1 AND transaction_id = $2`;
-
 /** What the read models show of an order (the notification endpoint's own columns) and the time of the snapshot it shows, or undefined. */
 export async function storedOrder(db: DataSource, appId: string, orderId: string | null | undefined): Promise<StoredOrder | undefined> {
   if (!orderId) return undefined;
-  const [row] = (await db.query(STORED_ORDER, [appId, `google:${orderId}`])) as (Record<string, unknown> & { versionTime: Date | string })[];
-  if (!row) return undefined;
-  const { versionTime, ...snapshot } = row;
-  return { snapshot, versionTime: new Date(versionTime) };
+  return storedTransaction(db, appId, `google:${orderId}`);
 }

@@ -15,7 +15,7 @@ import { GOOGLE_NOTIFICATION_BODY_LIMIT } from '../notification-routes.js';
 import { eventTimeOf, mapDates } from '../store-dates.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { classifyFetchError, GooglePlayApi, PubSubTokenVerifier } from './google-play.js';
-import { TRANSACTION_COLUMNS } from '../../transactions/list-transactions/list-transactions.sql.js';
+import { storedTransaction } from '../stored-transaction.js';
 import {
   googleProductEvents,
   googleReplacedEvents,
@@ -28,12 +28,6 @@ import {
 const PROBLEM_CONTENT = { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } };
 
 type PushBody = { message?: { data?: string; messageId?: string; message_id?: string }; subscription?: string };
-
-/**
- * What the read models show of an order, in the contract's field names: a voided order's snapshot
- * replaces the row whole, so it carries every shown field (the API's own column list).
- */
-const STORED_ORDER = `SELECT ${TRANSACTION_COLUMNS} FROM read_model.transactions WHERE app_id = $1 AND transaction_id = $2`;
 
 /**
  * Google Play Real-time Developer Notifications, pushed by Pub/Sub. The notification only names the
@@ -157,14 +151,10 @@ export class GoogleNotificationsController {
         orderId: n.voidedPurchaseNotification.orderId,
       });
     } else if (n.voidedPurchaseNotification?.orderId) {
-      const [stored] = (await this.db.query(STORED_ORDER, [appId, `google:${n.voidedPurchaseNotification.orderId}`])) as Record<string, unknown>[];
+      const stored = await storedTransaction(this.db, appId, `google:${n.voidedPurchaseNotification.orderId}`);
       const voidedAt = eventTime ?? new Date();
       if (stored) {
-        // amountMicros is a bigint column (text from pg); the contract carries a number
-        const snapshot = { ...stored, amountMicros: stored.amountMicros === null ? null : Number(stored.amountMicros) };
-        events = mapDates(() =>
-          googleVoidedEvents(appId, id, Object.fromEntries(Object.entries(snapshot).filter(([, v]) => v !== null)), voidedAt, new Date()),
-        );
+        events = mapDates(() => googleVoidedEvents(appId, id, stored.snapshot, voidedAt, new Date()));
       } else
         this.logger.warn({
           msg: 'voided purchase of an order the read models do not hold: nothing to revoke',

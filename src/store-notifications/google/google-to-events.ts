@@ -1,6 +1,7 @@
 // Google Play Real-time Developer Notifications onto the event contract (docs/events/google.md).
 // Pure: the endpoint verifies the push and fetches the purchase state; this maps it.
 import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
+import { revokedSnapshot } from '../stored-transaction.js';
 import type { ContractEvent } from '../apple/apple-to-events.js';
 
 type SubscriptionV2 = androidpublisher_v3.Schema$SubscriptionPurchaseV2;
@@ -160,6 +161,6 @@ export const voidedRevokesOrder = (v: NonNullable<DeveloperNotification['voidedP
  * from what the read models already hold (the snapshot must be whole: the newest one wins).
  */
 export function googleVoidedEvents(appId: string, messageId: string, stored: Record<string, unknown>, voidedAt: Date, fetchedAt: Date): ContractEvent[] {
-  const data = { ...stored, revocationDate: voidedAt.toISOString(), isExpired: true, cancelationReason: 'Customer' } as unknown as ContractEvent['data'];
+  const data = revokedSnapshot(stored, voidedAt);
   return [event(`${messageId}:voided`, appId, fetchedAt, 'transaction.updated', data)];
 }

@@ -38,6 +38,23 @@ export class StripeApi {
     return (await this.client.subscriptions.retrieve(id, { expand: ['latest_invoice'] })) as unknown as StripeSubscription;
   }
 
+  /** The invoice a PaymentIntent paid (invoice payments, since API 2025-03-31 the only link from a payment to its invoice). */
+  async invoiceOfPayment(paymentIntent: string): Promise<string | undefined> {
+    const payments = await this.client.invoicePayments.list({ payment: { type: 'payment_intent', payment_intent: paymentIntent }, limit: 1 });
+    const invoice = payments.data[0]?.invoice;
+    return typeof invoice === 'string' ? invoice : invoice?.id;
+  }
+
+  /** A charge's PaymentIntent and (before API 2025-03-31) invoice. */
+  async chargePayment(chargeId: string): Promise<{ paymentIntent?: string; invoice?: string }> {
+    const charge = (await this.client.charges.retrieve(chargeId)) as unknown as {
+      payment_intent?: string | { id: string } | null;
+      invoice?: string | { id: string } | null;
+    };
+    const idOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : (v?.id ?? undefined));
+    return { paymentIntent: idOf(charge.payment_intent), invoice: idOf(charge.invoice) };
+  }
+
   /** The price of a Checkout Session's first line item. */
   async checkoutPrice(sessionId: string): Promise<string | undefined> {
     const items = await this.client.checkout.sessions.listLineItems(sessionId, { limit: 1 });

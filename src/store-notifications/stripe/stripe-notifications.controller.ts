@@ -1,6 +1,8 @@
 import { Body, Controller, Headers, HttpCode, Inject, Logger, Param, Post, Req } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { InjectDataSource } from '@nestjs/typeorm';
 import type { FastifyRequest } from 'fastify';
+import { DataSource } from 'typeorm';
 import { ApiNotificationProblemResponses } from '../../common/api-problem-responses.js';
 import { Clock } from '../../common/clock.js';
 import { ErrorCode } from '../../common/errors.js';
@@ -12,12 +14,23 @@ import type { ContractEvent } from '../apple/apple-to-events.js';
 import type { NotificationOutcome } from '../apple/apple-notifications.controller.js';
 import { NotificationPublisher } from '../notification-publisher.js';
 import { STRIPE_NOTIFICATION_BODY_LIMIT } from '../notification-routes.js';
+import { revokedSnapshot, storedTransaction } from '../stored-transaction.js';
 import { mapDates } from '../store-dates.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { classifyStripeCall, StripeApi } from './stripe-api.js';
 import { stripeCheckoutEvents, stripeStateId, stripeSubscriptionEvents, type StripeCheckoutSession } from './stripe-to-events.js';
 
 const PROBLEM_CONTENT = { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } };
+
+/** A charge (charge.refunded) or a dispute (charge.dispute.*): what names the payment. */
+type StripePayment = {
+  refunded?: boolean;
+  payment_intent?: string | { id: string } | null;
+  invoice?: string | { id: string } | null;
+  charge?: string | { id: string } | null;
+};
+
+const idOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : (v?.id ?? undefined));
 
 /** A verified webhook event: its type and its object, as Stripe sent them. */
 type StripeEvent = { id: string; type: string; created: number; data: { object: Record<string, unknown> & { id?: string } } };
@@ -44,6 +57,7 @@ export class StripeNotificationsController {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
     private readonly publisher: NotificationPublisher,
     @Inject(METRICS) private readonly metrics: Metrics,
     private readonly clock: Clock,
@@ -55,7 +69,7 @@ export class StripeNotificationsController {
     operationId: 'receiveStripeWebhook',
     summary: 'Receive a Stripe webhook event',
     description:
-      "Add this URL as a webhook endpoint in Stripe (events: customer.subscription.*, invoice.*, checkout.session.completed) and put its signing secret in STRIPE_APPS. Verified with Stripe's library; mapping in docs/events/stripe.md.",
+      "Add this URL as a webhook endpoint in Stripe (events: customer.subscription.*, invoice.*, checkout.session.completed, charge.refunded, charge.dispute.closed) and put its signing secret in STRIPE_APPS. Verified with Stripe's library; mapping in docs/events/stripe.md.",
   })
   @ApiHeader({ name: 'Stripe-Signature', required: true, description: "Stripe's signature of the body: t=<timestamp>,v1=<HMAC-SHA256>" })
   @ApiBody({ schema: { type: 'object', required: ['id', 'type', 'data'], description: 'A Stripe Event object' } })
@@ -133,7 +147,50 @@ export class StripeNotificationsController {
       const subscription = typeof session.subscription === 'string' ? session.subscription : session.subscription?.id;
       return subscription ? [...(await this.subscriptionEvents(appId, api, subscription)), ...linked] : linked;
     }
+    if (event.type === 'charge.refunded') return this.revocation(appId, api, event, object as StripePayment);
+    if (event.type === 'charge.dispute.closed' && object.status === 'lost') return this.revocation(appId, api, event, object as StripePayment);
     return [];
+  }
+
+  /**
+   * A full refund, or a dispute lost: the paid invoice's transaction (or the one-time payment's) as
+   * the read models hold it, revoked at the event's creation. A partial refund revokes nothing (the
+   * rest stays paid for); a payment the read models do not hold is nothing to revoke.
+   */
+  private async revocation(appId: string, api: StripeApi, event: StripeEvent, payment: StripePayment): Promise<ContractEvent[]> {
+    if (event.type === 'charge.refunded' && payment.refunded !== true) {
+      this.logger.log({ msg: 'partial refund: the rest of the payment stays paid for, nothing revoked', appId, event: event.id });
+      return [];
+    }
+    let paymentIntent = idOf(payment.payment_intent);
+    let invoice = idOf(payment.invoice);
+    if (!paymentIntent && !invoice && typeof payment.charge === 'string') {
+      const charge = await this.call(() => api.chargePayment(payment.charge as string));
+      paymentIntent = charge?.paymentIntent;
+      invoice = charge?.invoice;
+    }
+    if (!invoice && paymentIntent) invoice = (await this.call(() => api.invoiceOfPayment(paymentIntent!))) ?? undefined;
+    const transactionId = invoice ? `stripe:${invoice}` : paymentIntent ? `stripe:${paymentIntent}` : undefined;
+    const stored = transactionId ? await storedTransaction(this.db, appId, transactionId) : undefined;
+    if (!stored) {
+      this.logger.warn({ msg: 'a refund or lost dispute of a payment the read models do not hold: nothing to revoke', appId, event: event.id });
+      return [];
+    }
+    // After the snapshot it revokes, so it wins even when the refund is dated before that snapshot was read.
+    const time = new Date(Math.max(this.clock.now().getTime(), stored.versionTime.getTime() + 1));
+    const data = revokedSnapshot(stored.snapshot, new Date(event.created * 1000));
+    return [
+      {
+        specversion: '1.0',
+        id: `stripe:${event.id}`,
+        source: 'stripe-webhooks',
+        type: 'transaction.updated',
+        time: time.toISOString(),
+        appid: appId,
+        datacontenttype: 'application/json',
+        data,
+      },
+    ];
   }
 
   /** The subscription as Stripe holds it now; one Stripe no longer has is nothing to publish. */

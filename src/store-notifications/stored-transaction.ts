@@ -1,0 +1,31 @@
+import { storedTransactionSql } from './stored-transaction.sql.js';
+
+type Query = { query: (sql: string, params?: unknown[]) => Promise<unknown> };
+
+/** A transaction as the read models show it, in the contract's field names (absent fields left out), and the time of that snapshot. */
+export type StoredTransaction = { snapshot: Record<string, unknown>; versionTime: Date };
+
+/** What the read models show of one transaction, or undefined when they hold none. */
+export async function storedTransaction(db: Query, appId: string, transactionId: string): Promise<StoredTransaction | undefined> {
+  const [row] = (await db.query(storedTransactionSql, [appId, transactionId])) as (Record<string, unknown> & { versionTime: Date | string })[];
+  if (!row) return undefined;
+  const { versionTime, ...shown } = row;
+  // amountMicros is a bigint column (text from pg); the contract carries a number
+  const snapshot = Object.fromEntries(
+    Object.entries({ ...shown, amountMicros: shown.amountMicros === null || shown.amountMicros === undefined ? null : Number(shown.amountMicros) }).filter(
+      ([, value]) => value !== null && value !== undefined,
+    ),
+  );
+  return { snapshot, versionTime: new Date(versionTime) };
+}
+
+/**
+ * A refund or a lost dispute, on what the store last said of the transaction: the same snapshot,
+ * revoked at `revokedAt` (docs/api.md, "Access end": a revocation ends access then). The stores'
+ * refund notifications name the payment only, never its state.
+ */
+export function revokedSnapshot(snapshot: Record<string, unknown>, revokedAt: Date): Record<string, unknown> & { receiptId: string } {
+  return { ...snapshot, revocationDate: revokedAt.toISOString(), isExpired: true, cancelationReason: 'Customer' } as unknown as Record<string, unknown> & {
+    receiptId: string;
+  };
+}
