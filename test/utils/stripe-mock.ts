@@ -25,6 +25,7 @@ export async function startStripeMock(apiKey: string) {
   const charges = new Map<string, Json>();
   const calls: string[] = [];
   let failNext = 0;
+  let limitNext = 0;
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     calls.push(`${req.method} ${url.pathname}`);
@@ -32,12 +33,35 @@ export async function startStripeMock(apiKey: string) {
       res.writeHead(status, { 'content-type': 'application/json', 'request-id': 'req_mock' }).end(JSON.stringify(body));
     if (req.headers.authorization !== `Bearer ${apiKey}`)
       return send(401, { error: { type: 'invalid_request_error', message: 'Invalid API Key provided: sk_test_****' } });
+    if (limitNext > 0) {
+      limitNext--;
+      res.setHeader('retry-after', '1');
+      return send(429, { error: { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests hit the API too quickly.' } });
+    }
     if (failNext > 0) {
       failNext--;
       return send(500, { error: { type: 'api_error', message: 'An unknown error occurred' } });
     }
     const missing = (what: string, id: string) =>
       send(404, { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'id', message: `No such ${what}: '${id}'` } });
+    /** A list page as Stripe pages: newest first, `limit`, after the object `starting_after`. */
+    const page = (all: Json[]) => {
+      const limit = Number(url.searchParams.get('limit') ?? 10);
+      const after = url.searchParams.get('starting_after');
+      const from = after ? all.findIndex((o) => o.id === after) + 1 : 0;
+      const data = all.slice(from, from + limit);
+      return send(200, { object: 'list', data, has_more: from + limit < all.length, url: url.pathname });
+    };
+    if (req.method === 'GET' && url.pathname === '/v1/subscriptions') {
+      const since = Number(url.searchParams.get('created[gte]') ?? 0);
+      return page([...subscriptions.values()].filter((s) => (s.created ?? 0) >= since).sort((a, b) => b.created - a.created || (a.id < b.id ? -1 : 1)));
+    }
+    if (req.method === 'GET' && url.pathname === '/v1/invoices') {
+      const of = url.searchParams.get('subscription');
+      const status = url.searchParams.get('status');
+      const matching = [...invoices.values()].filter((i) => i.parent?.subscription_details?.subscription === of && (!status || i.status === status));
+      return page(matching.sort((a, b) => (b.status_transitions?.paid_at ?? 0) - (a.status_transitions?.paid_at ?? 0)));
+    }
     const sub = /^\/v1\/subscriptions\/([^/]+)$/.exec(url.pathname);
     if (req.method === 'GET' && sub) {
       const found = subscriptions.get(sub[1]);
@@ -84,6 +108,8 @@ export async function startStripeMock(apiKey: string) {
     setInvoicePayment: (paymentIntent: string, invoiceId: string) => invoiceOfPayment.set(paymentIntent, invoiceId),
     setCharge: (c: Json) => charges.set(c.id, c),
     failNext: (n: number) => (failNext = n),
+    /** The next n requests answer 429 with Retry-After: 1. */
+    rateLimitNext: (n: number) => (limitNext = n),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -1,12 +1,13 @@
 import Stripe from 'stripe';
 import type { StripeSettings } from '../../config/app-config.js';
-import type { StripeSubscription } from './stripe-to-events.js';
+import type { StripeInvoice, StripeSubscription } from './stripe-to-events.js';
 
 /** One Stripe API request may take this long before it counts as the API being away. */
 export const STRIPE_REQUEST_TIMEOUT_MS = 10_000;
 
 /** What a failed call means to the caller: a thing Stripe does not have, or Stripe (or our key) unavailable now. */
-export type StripeCallFailure = { kind: 'missing' | 'unavailable'; status?: number; message: string };
+export type StripeCallFailure =
+  { kind: 'missing' | 'unavailable'; status?: number; message: string } | { kind: 'rate-limited'; status: 429; message: string; retryAfter?: string };
 
 /**
  * The Stripe API as one app's key sees it, at STRIPE_API_BASE_URL, through Stripe's own library
@@ -38,6 +39,24 @@ export class StripeApi {
     return (await this.client.subscriptions.retrieve(id, { expand: ['latest_invoice'] })) as unknown as StripeSubscription;
   }
 
+  /** One page of the app's subscriptions, every status, oldest last (the API's order), created at or after `since` (epoch seconds). */
+  async subscriptionPage(o: { since?: number; after?: string; limit?: number }): Promise<{ ids: string[]; hasMore: boolean }> {
+    const page = await this.client.subscriptions.list({
+      status: 'all',
+      limit: o.limit ?? 100,
+      ...(o.after ? { starting_after: o.after } : {}),
+      ...(o.since !== undefined ? { created: { gte: o.since } } : {}),
+    });
+    return { ids: page.data.map((s) => s.id), hasMore: page.has_more };
+  }
+
+  /** Every paid invoice of a subscription (Stripe's auto-pagination). */
+  async paidInvoices(subscription: string): Promise<StripeInvoice[]> {
+    const invoices: StripeInvoice[] = [];
+    for await (const invoice of this.client.invoices.list({ subscription, status: 'paid', limit: 100 })) invoices.push(invoice as unknown as StripeInvoice);
+    return invoices;
+  }
+
   /** The invoice a PaymentIntent paid (invoice payments, since API 2025-03-31 the only link from a payment to its invoice). */
   async invoiceOfPayment(paymentIntent: string): Promise<string | undefined> {
     const payments = await this.client.invoicePayments.list({ payment: { type: 'payment_intent', payment_intent: paymentIntent }, limit: 1 });
@@ -63,7 +82,8 @@ export class StripeApi {
 }
 
 export function classifyStripeCall(error: unknown): StripeCallFailure {
-  const e = error as { statusCode?: number; code?: string; message?: string };
+  const e = error as { statusCode?: number; code?: string; message?: string; headers?: Record<string, string | undefined> };
+  if (e.statusCode === 429) return { kind: 'rate-limited', status: 429, message: e.message ?? 'rate limited', retryAfter: e.headers?.['retry-after'] };
   if (e.statusCode === 404 || e.code === 'resource_missing') return { kind: 'missing', status: 404, message: e.message ?? 'not found' };
   return { kind: 'unavailable', status: e.statusCode, message: e.message ?? String(error) };
 }

@@ -38,7 +38,16 @@ export type StripeInvoice = {
   amount_paid?: number;
   currency?: string;
   billing_reason?: string | null;
+  livemode?: boolean;
   status_transitions?: { paid_at?: number | null } | null;
+  lines?: {
+    data?: {
+      period?: { start?: number; end?: number };
+      quantity?: number | null;
+      pricing?: { price_details?: { price?: string } | null } | null;
+      price?: { id?: string } | null;
+    }[];
+  };
 };
 
 /** The fields of a Checkout Session this mapping reads. */
@@ -168,6 +177,50 @@ export function stripeSubscriptionEvents(appId: string, messageId: string, sub: 
   ];
   if (username) events.push(linked(appId, `${messageId}:link`, time, receiptId, username));
   return events;
+}
+
+/**
+ * A paid invoice of a subscription's past, as the transaction of its period (what `import stripe`
+ * reads for the history before the endpoint): paid through its line's period end, charged at its
+ * payment. The subscription's current state comes from stripeSubscriptionEvents; this one is for
+ * the invoices before its latest.
+ */
+export function stripeInvoiceEvents(appId: string, messageId: string, sub: StripeSubscription, invoice: StripeInvoice, at: Date): ContractEvent[] {
+  const line = invoice.lines?.data?.[0];
+  const priceId = line?.pricing?.price_details?.price ?? line?.price?.id ?? sub.items?.data?.[0]?.price?.id;
+  const period = line?.period;
+  if (invoice.status !== 'paid' || !priceId || period?.start === undefined || period.end === undefined) return [];
+  const receiptId = `stripe:${sub.id}`;
+  const started = sub.start_date ?? sub.created ?? period.start;
+  const data = dropUndefined({
+    transactionId: `stripe:${invoice.id}`,
+    purchaseId: receiptId,
+    productId: `stripe:${priceId}`,
+    platform: 'stripe',
+    receiptId,
+    sandbox: (invoice.livemode ?? sub.livemode) === false,
+    purchaseDate: iso(started),
+    lastRenewalDate: period.start > started ? iso(invoice.status_transitions?.paid_at ?? period.start) : undefined,
+    expirationDate: iso(period.end),
+    // it was followed by a later invoice: the subscription renewed after it
+    renewalIntent: 'Renew',
+    isTrialPeriod: typeof sub.trial_end === 'number' && invoice.amount_paid === 0 && period.end <= sub.trial_end ? true : undefined,
+    quantity: line?.quantity ?? undefined,
+    amountMicros: typeof invoice.amount_paid === 'number' && invoice.currency ? stripeAmountMicros(invoice.amount_paid, invoice.currency) : undefined,
+    currency: invoice.currency ? invoice.currency.toUpperCase() : undefined,
+  });
+  return [
+    {
+      specversion: '1.0',
+      id: messageId,
+      source: 'stripe-api',
+      type: 'transaction.updated',
+      time: at.toISOString(),
+      appid: appId,
+      datacontenttype: 'application/json',
+      data,
+    },
+  ];
 }
 
 /**
