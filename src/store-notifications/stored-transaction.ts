@@ -29,3 +29,14 @@ export function revokedSnapshot(snapshot: Record<string, unknown>, revokedAt: Da
     receiptId: string;
   };
 }
+
+/**
+ * A revocation stays: a store's later state of the same transaction that does not say it (Stripe's
+ * subscription after a refund of its latest invoice) keeps the stored revocation. A refund does not
+ * un-happen; the row's other facts follow the newer state.
+ */
+export function keepingRevocation(data: Record<string, unknown>, stored: Record<string, unknown> | undefined): Record<string, unknown> {
+  const revoked = stored?.revocationDate;
+  if (!(revoked instanceof Date || typeof revoked === 'string') || data.revocationDate !== undefined) return data;
+  return { ...data, revocationDate: new Date(revoked).toISOString(), isExpired: true, cancelationReason: stored!.cancelationReason ?? 'Customer' };
+}

@@ -5,6 +5,8 @@ import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { embeddedLogCaughtUp } from '../utils/events.js';
 import { startStripeMock, stripeFixture } from '../utils/stripe-mock.js';
+import { ReferenceModel, type RawEvent } from '../model/reference-model.js';
+import { expectEqualsFromScratch } from '../utils/read-models.js';
 
 jest.setTimeout(120_000);
 
@@ -274,6 +276,15 @@ describe('Stripe webhooks in (e2e: real PostgreSQL, embedded log, Stripe API moc
       }),
     ]);
 
+    // Stripe then cancels the subscription at once: its state says canceled, not refunded; the revocation stays on the row.
+    const canceled = { ...active, status: 'canceled', canceled_at: now(), ended_at: now(), cancellation_details: { reason: 'cancellation_requested' } };
+    mock.setSubscription(canceled);
+    await send(event('customer.subscription.deleted', canceled));
+    expect(await transactions(subId)).toEqual([
+      expect.objectContaining({ transactionId: `stripe:${paid.id}`, revocationDate: new Date(full.created * 1000).toISOString(), isExpired: true }),
+    ]);
+    expect((await customer(user)).customerInfo).toMatchObject({ activeSubscriber: false, renewalIntent: 'Lapse' });
+
     // A dispute names the charge; the charge names the PaymentIntent; invoice payments name the invoice.
     const disputed = `dispute-${randomUUID()}`;
     const sub2 = id('sub');
@@ -378,5 +389,18 @@ describe('Stripe webhooks in (e2e: real PostgreSQL, embedded log, Stripe API moc
     mock.setSubscription(e.data.object);
     expect(await deliver(e)).toMatchObject({ status: 503, body: { code: 'store_api_unavailable' } });
     expect(await logSize()).toBe(before);
+  });
+
+  // Last: it reads everything the tests before it published.
+  it('the events are ordinary events: the reference model and a projection from scratch of the log agree with the read models', async () => {
+    const rows = (await db.dataSource.query(`SELECT value FROM public.event_log ORDER BY "offset"`)) as { value: Buffer }[];
+    const model = new ReferenceModel(rows.map((r) => JSON.parse(r.value.toString('utf8')) as RawEvent));
+    const at = new Date();
+    expect((await api.get('/v2/customers?limit=1000', token)).body).toEqual(model.customersPage('app-s', { skip: 0, limit: 1000 }, at));
+    expect((await api.get('/v2/transactions?limit=1000', token)).body).toEqual(model.transactionsPage('app-s', { skip: 0, limit: 1000 }));
+    await expectEqualsFromScratch(
+      db.dataSource,
+      rows.map((r) => r.value),
+    );
   });
 });

@@ -14,7 +14,7 @@ import type { ContractEvent } from '../apple/apple-to-events.js';
 import type { NotificationOutcome } from '../apple/apple-notifications.controller.js';
 import { NotificationPublisher } from '../notification-publisher.js';
 import { STRIPE_NOTIFICATION_BODY_LIMIT } from '../notification-routes.js';
-import { revokedSnapshot, storedTransaction } from '../stored-transaction.js';
+import { keepingRevocation, revokedSnapshot, storedTransaction } from '../stored-transaction.js';
 import { mapDates } from '../store-dates.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { classifyStripeCall, StripeApi } from './stripe-api.js';
@@ -198,9 +198,16 @@ export class StripeNotificationsController {
     const subscription = await this.call(() => api.subscription(id));
     if (subscription === null) return [];
     const at = this.clock.now();
-    return mapDates(() =>
+    const events = mapDates(() =>
       stripeSubscriptionEvents(appId, stripeStateId('subscription', id, subscription), subscription, at, this.config.stripe!.usernameMetadataKey),
     );
+    // Stripe's subscription does not say its latest invoice was refunded: a revocation recorded from the refund stays.
+    for (const event of events) {
+      if (event.type !== 'transaction.updated') continue;
+      const stored = await storedTransaction(this.db, appId, String(event.data.transactionId));
+      event.data = keepingRevocation(event.data, stored?.snapshot) as typeof event.data;
+    }
+    return events;
   }
 
   /** null: Stripe does not have it (404). Anything else failing is Stripe, or our key, unavailable: 503, Stripe retries. */
