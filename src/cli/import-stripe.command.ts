@@ -43,7 +43,8 @@ export class ImportStripeCommand extends CommandRunner {
       lines: stripeSubscriptionLines(api, since),
       parseLine: parseStripeLine,
       keyOf: (id) => id,
-      fetchEvents: (id) => stripeImportEvents(appId, api, id, stripe.usernameMetadataKey, () => new Date()),
+      fetchEvents: (id) =>
+        stripeImportEvents(appId, api, id, { usernameKey: stripe.usernameMetadataKey, gracePeriodMs: stripe.gracePeriodMs }, () => new Date()),
     });
   }
 

@@ -75,6 +75,8 @@ export type StripeSettings = {
   apiBaseUrl: string;
   usernameMetadataKey: string;
   toleranceSeconds: number;
+  /** STRIPE_GRACE_PERIOD: access kept while Stripe retries a renewal (0: none). */
+  gracePeriodMs: number;
 };
 
 /** STRIPE_APPS: appId:whsec_...:rk_... entries. A wrong entry is named by its application id and part, never by its secrets. */
@@ -96,7 +98,13 @@ export function stripeSettings(env: StripeEnv, problems: string[]): StripeSettin
     if (wrong.length > 0) problems.push(...wrong);
     else apps.set(appId, { webhookSecret, apiKey });
   }
-  return { apps, apiBaseUrl: env.STRIPE_API_BASE_URL, usernameMetadataKey: env.STRIPE_USERNAME_METADATA_KEY, toleranceSeconds: env.STRIPE_WEBHOOK_TOLERANCE };
+  return {
+    apps,
+    apiBaseUrl: env.STRIPE_API_BASE_URL,
+    usernameMetadataKey: env.STRIPE_USERNAME_METADATA_KEY,
+    toleranceSeconds: env.STRIPE_WEBHOOK_TOLERANCE,
+    gracePeriodMs: env.STRIPE_GRACE_PERIOD ?? 0,
+  };
 }
 
 export type AppleApp = { bundleId: string; environment: 'Production' | 'Sandbox'; appAppleId?: number };

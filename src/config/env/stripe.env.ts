@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min } from 'class-validator';
-import { toInt, toList } from '../env-transforms.js';
+import { toDurationMs, toInt, toList } from '../env-transforms.js';
 
 /** The apps taking Stripe webhook events (docs/events/stripe.md). */
 export class StripeEnv {
@@ -21,6 +21,17 @@ export class StripeEnv {
   @IsString()
   @Matches(/^[A-Za-z0-9_.-]{1,40}$/, { message: 'STRIPE_USERNAME_METADATA_KEY must be 1-40 letters, digits, _ . or -' })
   STRIPE_USERNAME_METADATA_KEY = 'applicationUsername';
+
+  /**
+   * How long a publisher keeps access while Stripe retries a failed renewal (past_due), from the
+   * unpaid period's start ("7d"); unset: none, access ends with the paid period.
+   */
+  @IsOptional()
+  @Transform(toDurationMs)
+  @IsInt({ message: 'STRIPE_GRACE_PERIOD must be a duration such as 7d or 72h' })
+  @Min(0)
+  @Max(60 * 86_400_000)
+  STRIPE_GRACE_PERIOD?: number;
 
   /** Seconds a webhook's signed timestamp may be off (Stripe's library default: 300). */
   @Transform(toInt)

@@ -2,7 +2,7 @@
 // (stripe-to-events.ts is the one mapping), with ids derived from what was read.
 import type { StripeApi } from '../../store-notifications/stripe/stripe-api.js';
 import { classifyStripeCall } from '../../store-notifications/stripe/stripe-api.js';
-import { stripeInvoiceEvents, stripeStateId, stripeSubscriptionEvents } from '../../store-notifications/stripe/stripe-to-events.js';
+import { stripeInvoiceEvents, stripeStateId, stripeSubscriptionEvents, type StripeMapping } from '../../store-notifications/stripe/stripe-to-events.js';
 import { ImportFatalError, LineError, StoreRetryableError } from '../import-errors.js';
 import type { ImportEvent, LineResult, SourceLine } from '../import-runner.js';
 import { parseRetryAfter, RetryGate, withStoreRetries } from '../store-retry.js';
@@ -46,7 +46,7 @@ export function parseStripeLine(text: string): string {
  * current state. Every event's id is the digest of what it was made from, so the same answer
  * imported twice is the same events; a subscription Stripe no longer has is skipped.
  */
-export async function stripeImportEvents(appId: string, api: StripeApi, id: string, usernameKey: string, now: () => Date): Promise<LineResult> {
+export async function stripeImportEvents(appId: string, api: StripeApi, id: string, mapping: StripeMapping, now: () => Date): Promise<LineResult> {
   const subscription = await withStripeErrors(() => api.subscription(id), `subscription ${id}`);
   if (subscription === null) return { skip: `Stripe no longer has subscription ${id}` };
   const invoices = (await withStripeErrors(() => api.paidInvoices(id), `the invoices of ${id}`)) ?? [];
@@ -54,7 +54,7 @@ export async function stripeImportEvents(appId: string, api: StripeApi, id: stri
   const latest = typeof subscription.latest_invoice === 'string' ? subscription.latest_invoice : subscription.latest_invoice?.id;
   const events = [
     ...invoices.filter((i) => i.id !== latest).flatMap((i) => stripeInvoiceEvents(appId, stripeStateId('invoice', i.id, i), subscription, i, at)),
-    ...stripeSubscriptionEvents(appId, stripeStateId('subscription', id, subscription), subscription, at, usernameKey),
+    ...stripeSubscriptionEvents(appId, stripeStateId('subscription', id, subscription), subscription, at, mapping),
   ];
   return events.length > 0 ? { events: events as unknown as ImportEvent[] } : { skip: `subscription ${id} has no price or period to record` };
 }

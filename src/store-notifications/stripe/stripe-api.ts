@@ -34,9 +34,9 @@ export class StripeApi {
     return this.client.webhooks.constructEvent(raw, signature, secret, toleranceSeconds, undefined, now.getTime());
   }
 
-  /** The subscription as it is now, with its latest invoice. */
+  /** The subscription as it is now, with its latest invoice and its customer (whose metadata may name the user). */
   async subscription(id: string): Promise<StripeSubscription> {
-    return (await this.client.subscriptions.retrieve(id, { expand: ['latest_invoice'] })) as unknown as StripeSubscription;
+    return (await this.client.subscriptions.retrieve(id, { expand: ['latest_invoice', 'customer'] })) as unknown as StripeSubscription;
   }
 
   /** One page of the app's subscriptions, every status, oldest last (the API's order), created at or after `since` (epoch seconds). */

@@ -199,7 +199,10 @@ export class StripeNotificationsController {
     if (subscription === null) return [];
     const at = this.clock.now();
     const events = mapDates(() =>
-      stripeSubscriptionEvents(appId, stripeStateId('subscription', id, subscription), subscription, at, this.config.stripe!.usernameMetadataKey),
+      stripeSubscriptionEvents(appId, stripeStateId('subscription', id, subscription), subscription, at, {
+        usernameKey: this.config.stripe!.usernameMetadataKey,
+        gracePeriodMs: this.config.stripe!.gracePeriodMs,
+      }),
     );
     // Stripe's subscription does not say its latest invoice was refunded: a revocation recorded from the refund stays.
     for (const event of events) {

@@ -2,6 +2,7 @@ import { stripeAmountMicros, stripeCheckoutEvents, stripeSubscriptionEvents, typ
 
 const T = (iso: string) => Date.parse(iso) / 1000;
 const AT = new Date('2026-11-28T12:00:00.000Z');
+const MAPPING = { usernameKey: 'applicationUsername', gracePeriodMs: 0 };
 const sub = (o: Partial<StripeSubscription>): StripeSubscription => ({
   id: 'sub_1',
   status: 'active',
@@ -21,7 +22,7 @@ const sub = (o: Partial<StripeSubscription>): StripeSubscription => ({
   },
   ...o,
 });
-const data = (s: StripeSubscription) => stripeSubscriptionEvents('app', 'm-1', s, AT, 'applicationUsername')[0]?.data;
+const data = (s: StripeSubscription) => stripeSubscriptionEvents('app', 'm-1', s, AT, MAPPING)[0]?.data;
 
 describe('Stripe onto the event contract', () => {
   it('amounts in millionths of the currency, by how many decimals Stripe gives it', () => {
@@ -72,6 +73,25 @@ describe('Stripe onto the event contract', () => {
     });
   });
 
+  it("past_due with the publisher's grace: billing retry, access until the period's start plus STRIPE_GRACE_PERIOD; the customer's metadata names the user", () => {
+    const graced = stripeSubscriptionEvents(
+      'app',
+      'm-3',
+      sub({ status: 'past_due', customer: { id: 'cus_1', metadata: { applicationUsername: 'cid' } } }),
+      AT,
+      {
+        usernameKey: 'applicationUsername',
+        gracePeriodMs: 7 * 86_400_000,
+      },
+    )[0].data;
+    expect(graced).toMatchObject({
+      isBillingRetryPeriod: true,
+      expirationDate: '2026-11-01T00:00:00.000Z',
+      gracePeriodExpirationDate: '2026-11-08T00:00:00.000Z',
+      applicationUsername: 'cid',
+    });
+  });
+
   it('periods on the subscription (API versions before 2025-03-31) read as well; a paid latest invoice gives the amount and its payment date', () => {
     const old = sub({
       current_period_start: T('2026-11-01T00:00:00Z'),
@@ -89,7 +109,7 @@ describe('Stripe onto the event contract', () => {
   });
 
   it('the metadata key names the user (and links the receipt); Checkout links its client_reference_id', () => {
-    const events = stripeSubscriptionEvents('app', 'm-2', sub({ metadata: { applicationUsername: 'ann' } }), AT, 'applicationUsername');
+    const events = stripeSubscriptionEvents('app', 'm-2', sub({ metadata: { applicationUsername: 'ann' } }), AT, MAPPING);
     expect(events.map((e) => [e.type, e.id, e.data.applicationUsername])).toEqual([
       ['transaction.updated', 'm-2', 'ann'],
       ['receipt.linked', 'm-2:link', 'ann'],

@@ -20,6 +20,8 @@ export type StripeSubscription = {
   current_period_start?: number;
   current_period_end?: number;
   metadata?: Record<string, string> | null;
+  /** Expanded when read by the endpoint and the import: its metadata may name the user. */
+  customer?: string | { id: string; metadata?: Record<string, string> | null } | null;
   latest_invoice?: string | StripeInvoice | null;
   items?: {
     data?: {
@@ -109,10 +111,13 @@ export function stripeStateId(kind: string, id: string, state: unknown): string 
  * event time (Stripe does not deliver webhooks in order; the fetched state is the newest one).
  *
  * Access (docs/api.md's rules, docs/events/stripe.md's table): active and trialing give access to the
- * period's end (a trial to trial_end); past_due is billing retry, paid through the period's start;
+ * period's end (a trial to trial_end); past_due is billing retry, paid through the period's start,
+ * with the publisher's grace (STRIPE_GRACE_PERIOD) after it;
  * unpaid, canceled, paused and incomplete_expired have ended; incomplete is pending.
  */
-export function stripeSubscriptionEvents(appId: string, messageId: string, sub: StripeSubscription, at: Date, usernameKey: string): ContractEvent[] {
+export type StripeMapping = { usernameKey: string; /** STRIPE_GRACE_PERIOD in ms (0: none). */ gracePeriodMs: number };
+
+export function stripeSubscriptionEvents(appId: string, messageId: string, sub: StripeSubscription, at: Date, o: StripeMapping): ContractEvent[] {
   const item = sub.items?.data?.[0];
   const price = item?.price ?? undefined;
   const periodStart = item?.current_period_start ?? sub.current_period_start;
@@ -138,7 +143,8 @@ export function stripeSubscriptionEvents(appId: string, messageId: string, sub: 
   const currency = (paid ? invoice!.currency : price.currency) ?? undefined;
   const amount = paid ? invoice!.amount_paid! : trialing ? 0 : price.unit_amount != null ? price.unit_amount * (item?.quantity ?? 1) : undefined;
   const lapsing = sub.cancel_at_period_end === true || typeof sub.cancel_at === 'number' || status === 'canceled';
-  const username = usernameIn(sub.metadata, usernameKey);
+  const customer = typeof sub.customer === 'object' ? sub.customer : undefined;
+  const username = usernameIn(sub.metadata, o.usernameKey) ?? usernameIn(customer?.metadata, o.usernameKey);
   const time = at.toISOString();
   const data = dropUndefined({
     transactionId: invoiceId ? `stripe:${invoiceId}` : `stripe:${sub.id}:${periodStart}`,
@@ -158,6 +164,8 @@ export function stripeSubscriptionEvents(appId: string, messageId: string, sub: 
     isPending: status === 'incomplete' || status === 'incomplete_expired' ? true : undefined,
     isExpired: ended ? true : undefined,
     isBillingRetryPeriod: retrying,
+    // The publisher's grace while Stripe retries (docs/api.md rule 4: billing retry with a grace end beyond the expiration).
+    gracePeriodExpirationDate: retrying && o.gracePeriodMs > 0 ? new Date(periodStart * 1000 + o.gracePeriodMs).toISOString() : undefined,
     isTrialPeriod: trialing,
     quantity: item?.quantity,
     amountMicros: amount !== undefined && currency ? stripeAmountMicros(amount, currency) : undefined,
