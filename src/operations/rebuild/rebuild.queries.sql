@@ -11,7 +11,8 @@ SELECT pg_advisory_unlock($1);
 -- rebuildSql.lockHolder
 SELECT a.application_name, a.backend_start, a.client_addr::text AS client_addr
     FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-    WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1;
+    WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database());
 
 -- rebuildSql.liveTables
 SELECT table_name FROM information_schema.tables

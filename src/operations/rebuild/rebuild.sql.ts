@@ -4,10 +4,12 @@
 export const rebuildSql = {
   tryLock: `SELECT pg_try_advisory_lock($1) AS locked`,
   unlock: `SELECT pg_advisory_unlock($1)`,
+  // Advisory locks are per database: another database's rebuild on the same server holds its own.
   lockHolder: `
     SELECT a.application_name, a.backend_start, a.client_addr::text AS client_addr
     FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-    WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1`,
+    WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
   liveTables: `
     SELECT table_name FROM information_schema.tables
     WHERE table_schema = 'read_model' AND table_type = 'BASE TABLE' ORDER BY table_name`,
