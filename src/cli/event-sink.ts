@@ -2,6 +2,7 @@ import { Partitioners } from 'kafkajs';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { resolveAccountTokens } from '../customers/account-tokens/account-tokens.js';
+import { yieldToAppLinks } from '../customers/receipt-links/app-links.js';
 import { sealEvents } from '../customers/crypto-shredding/sealed-username.js';
 import { openDatabase } from '../database/open-database.js';
 import { appendToEventLog } from '../event-log/event-log.js';
@@ -64,8 +65,9 @@ export async function openKafkaSink(config: AppConfig, options: { idempotent: bo
 
 /**
  * The same sink, for events the service writes itself (imports): an account token a store sent back
- * names its username again (account-tokens.ts), and with CRYPTO_SHREDDING the usernames are sealed
- * (docs/privacy.md). Values that are not JSON pass as they are.
+ * names its username again (account-tokens.ts), a store's link yields to an app's (app-links.ts),
+ * and with CRYPTO_SHREDDING the usernames are sealed (docs/privacy.md). Values that are not JSON
+ * pass as they are.
  */
 export function storeEventSink(db: DataSource, sink: EventSink, o: { seal: boolean }): EventSink {
   return {
@@ -80,8 +82,14 @@ export function storeEventSink(db: DataSource, sink: EventSink, o: { seal: boole
       });
       const parsed = events.filter((e): e is Record<string, unknown> => e !== undefined && typeof e === 'object' && e !== null);
       await resolveAccountTokens(db, parsed);
-      if (o.seal) await sealEvents(db, parsed);
-      await sink.send(messages.map((m, i) => (events[i] === undefined ? m : { ...m, value: Buffer.from(JSON.stringify(events[i])) })));
+      const kept = new Set(await yieldToAppLinks(db, parsed));
+      if (o.seal) await sealEvents(db, [...kept]);
+      const sent = messages.flatMap((m, i) => {
+        const event = events[i];
+        if (event === undefined) return [m];
+        return kept.has(event) ? [{ ...m, value: Buffer.from(JSON.stringify(event)) }] : [];
+      });
+      if (sent.length > 0) await sink.send(sent);
     },
   };
 }

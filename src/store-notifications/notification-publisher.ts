@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { ErrorCode } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { resolveAccountTokens } from '../customers/account-tokens/account-tokens.js';
+import { yieldToAppLinks } from '../customers/receipt-links/app-links.js';
 import { sealEvents } from '../customers/crypto-shredding/sealed-username.js';
 import { LogWriter } from '../event-log/log-writer.js';
 import { decodeEvent } from '../events/decode-event.js';
@@ -35,8 +36,9 @@ export class NotificationPublisher implements OnApplicationShutdown {
         );
     }
     try {
-      const published = structuredClone(events);
-      await resolveAccountTokens(this.db, published);
+      const resolved = structuredClone(events);
+      await resolveAccountTokens(this.db, resolved);
+      const published = await yieldToAppLinks(this.db, resolved);
       if (this.config.cryptoShredding) await sealEvents(this.db, published);
       await this.log.append(published.map((event) => ({ key: event.data.receiptId, value: Buffer.from(JSON.stringify(event)) })));
     } catch (error) {

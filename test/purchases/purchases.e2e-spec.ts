@@ -29,6 +29,7 @@ const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../
 
 let ca: AppleTestCa;
 let otherCa: AppleTestCa;
+let expiredCa: AppleTestCa;
 let apple: AppleStoreMock;
 let google: Awaited<ReturnType<typeof startGooglePlayMock>>;
 let db: TestDatabase;
@@ -105,7 +106,11 @@ const customer = async (app: string, user: string) =>
 
 describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)', () => {
   beforeAll(async () => {
-    [ca, otherCa] = await Promise.all([createAppleTestCa(), createAppleTestCa()]);
+    [ca, otherCa, expiredCa] = await Promise.all([
+      createAppleTestCa(),
+      createAppleTestCa(),
+      createAppleTestCa({ notBefore: new Date(Date.UTC(2019, 0, 1)), notAfter: new Date(Date.UTC(2020, 0, 1)) }),
+    ]);
     apple = await startAppleStoreMock({ ca, bundleId: BUNDLE });
     google = await startGooglePlayMock();
     db = await createTestDatabase('purchases');
@@ -113,7 +118,7 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
       databaseUrl: db.url,
       env: {
         CONSUMER_ENABLED: 'true',
-        APPLE_ROOT_CERTIFICATES: writeTempFile('apple-root.pem', new X509Certificate(ca.root).toString()),
+        APPLE_ROOT_CERTIFICATES: [ca, expiredCa].map((c, i) => writeTempFile(`apple-root-${i}.pem`, new X509Certificate(c.root).toString())).join(','),
         APPLE_APPS: `app-1:${BUNDLE}:Sandbox,app-keep:${BUNDLE}:Sandbox,app-k:${BUNDLE}:Sandbox`,
         APPLE_API_KEYS: `app-k:57246542-96fe-1a63-e053-0824d011072a:TEST123:${writeTempFile('key.p8', apple.privateKeyPem)}`,
         APPLE_API_BASE_URL: apple.base,
@@ -160,7 +165,7 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
         currency: 'USD',
       }),
     ]);
-    expect(first.body.appAccountToken).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(first.body.appAccountToken).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
 
     const before = await logSize();
     const again = await post({ signedTransaction: t.jws }, userToken('app-1', username));
@@ -176,43 +181,7 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
     expect(recorded.status).toBe(200);
     const token = recorded.body.appAccountToken as string;
     const renewedAt = Date.now() - 1000;
-    const renewal = {
-      ...t.payload,
-      transactionId: nextId(),
-      purchaseDate: renewedAt,
-      expiresDate: renewedAt + 30 * DAY,
-      transactionReason: 'RENEWAL',
-      appAccountToken: token,
-    };
-    const notification = {
-      signedPayload: signAppleJws(ca, {
-        notificationType: 'DID_RENEW',
-        notificationUUID: randomUUID(),
-        version: '2.0',
-        signedDate: renewedAt + 5,
-        data: {
-          bundleId: BUNDLE,
-          bundleVersion: '1.0',
-          environment: 'Sandbox',
-          status: 1,
-          signedTransactionInfo: signAppleJws(ca, { ...renewal, signedDate: renewedAt + 5 }),
-          signedRenewalInfo: signAppleJws(ca, {
-            originalTransactionId: t.id,
-            autoRenewProductId: 'pass.premium',
-            productId: 'pass.premium',
-            autoRenewStatus: 1,
-            appAccountToken: token,
-            signedDate: renewedAt + 5,
-            environment: 'Sandbox',
-          }),
-        },
-      }),
-    };
-    const res = await fetch(`${api.baseUrl}/v2/notifications/apple/app-1`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(notification),
-    });
+    const res = await appleDidRenew(t, token, renewedAt);
     expect(res.status).toBe(200);
     await embeddedLogCaughtUp(db.dataSource);
     expect(await customer('app-1', username)).toMatchObject({
@@ -249,12 +218,19 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
       await addEndpoint(db.dataSource, api.config.webhooks, { appId: 'app-1', url: hook.url });
       const [first, second] = [`first-${nextId()}`, `second-${nextId()}`];
       const t = storeKit2Transaction();
-      expect((await post({ signedTransaction: t.jws, applicationUsername: first }, backendToken('app-1'))).status).toBe(200);
+      const recorded = await post({ signedTransaction: t.jws, applicationUsername: first }, backendToken('app-1'));
+      expect(recorded.status).toBe(200);
       const cursor = (await api.get('/v2/customers?changedAfter=0&limit=1000', api.token('app-1'))).body.paging.next as string;
       const moved = await post({ signedTransaction: t.jws, applicationUsername: second }, backendToken('app-1'));
       expect(moved.status).toBe(200);
       expect(moved.body.customer).toMatchObject({ applicationUsername: second, receiptIds: [`apple:${t.id}`], customerInfo: { activeSubscriber: true } });
       expect(await customer('app-1', first)).toMatchObject({ receiptIds: [], customerInfo: {} });
+      // Apple's next notification still carries the first user's token (no In-App Purchase key for app-1, so Apple was not told):
+      // the app's transfer stands, the store's stale link yields to it.
+      expect((await appleDidRenew(t, recorded.body.appAccountToken, Date.now() - 500)).status).toBe(200);
+      await embeddedLogCaughtUp(db.dataSource);
+      expect(await customer('app-1', second)).toMatchObject({ receiptIds: [`apple:${t.id}`] });
+      expect(await customer('app-1', first)).toMatchObject({ receiptIds: [] });
       const changed = (await api.get(`/v2/customers?changedAfter=${encodeURIComponent(cursor)}&limit=1000`, api.token('app-1'))).body.rows as {
         applicationUsername: string;
         receiptIds: string[];
@@ -300,6 +276,9 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
     const bare = await post({ transactionId: '12345' }, bound);
     expect(bare).toMatchObject({ status: 403, body: { code: 'username_not_allowed' } });
     expect(bare.body.detail).toContain('proves no purchase');
+    // nor a receipt: ReceiptUtility reads one without checking its signature, so an app user could wrap any id in one
+    const forgedReceipt = await post({ appReceipt: appStoreReceipt('xcode-app-receipt-with-transaction') }, bound);
+    expect(forgedReceipt).toMatchObject({ status: 403, body: { code: 'username_not_allowed' } });
     const nobody = await post({ signedTransaction: t.jws }, backendToken('app-1'));
     expect(nobody).toMatchObject({ status: 400, body: { code: 'invalid_parameter', parameter: 'applicationUsername' } });
   });
@@ -308,10 +287,13 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
     const token = backendToken('app-1');
     const before = await logSize();
     const forged = storeKit2Transaction({ signer: otherCa });
+    // a chain under a trusted root whose certificates expired long ago (checked at signedDate only within the week before now)
+    const expired = storeKit2Transaction({ signer: expiredCa });
     const otherApp = storeKit2Transaction({ bundleId: 'com.example.other' });
     const cases: [unknown, number, string, string?][] = [
       [{ signedTransaction: forged.jws, applicationUsername: 'u' }, 422, 'purchase_unverified'],
       [{ signedTransaction: otherApp.jws, applicationUsername: 'u' }, 422, 'purchase_unverified'],
+      [{ signedTransaction: expired.jws, applicationUsername: 'u' }, 422, 'purchase_unverified'],
       [{ signedTransaction: 'not-a-jws', applicationUsername: 'u' }, 400, 'invalid_parameter', 'signedTransaction'],
       [{ signedTransaction: forged.jws, purchaseToken: 'abc', applicationUsername: 'u' }, 400, 'invalid_parameter', 'purchaseToken'],
       [{ applicationUsername: 'u' }, 400, 'invalid_parameter', 'body'],
@@ -567,6 +549,47 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
     );
   });
 });
+
+/** Apple's DID_RENEW for the subscription of `t`, its renewal and renewal info carrying `token` as appAccountToken (ResponseBodyV2DecodedPayload). */
+async function appleDidRenew(t: ReturnType<typeof storeKit2Transaction>, token: string, renewedAt: number) {
+  const renewal = {
+    ...t.payload,
+    transactionId: nextId(),
+    purchaseDate: renewedAt,
+    expiresDate: renewedAt + 30 * DAY,
+    transactionReason: 'RENEWAL',
+    appAccountToken: token,
+  };
+  const notification = {
+    signedPayload: signAppleJws(ca, {
+      notificationType: 'DID_RENEW',
+      notificationUUID: randomUUID(),
+      version: '2.0',
+      signedDate: renewedAt + 5,
+      data: {
+        bundleId: BUNDLE,
+        bundleVersion: '1.0',
+        environment: 'Sandbox',
+        status: 1,
+        signedTransactionInfo: signAppleJws(ca, { ...renewal, signedDate: renewedAt + 5 }),
+        signedRenewalInfo: signAppleJws(ca, {
+          originalTransactionId: t.id,
+          autoRenewProductId: 'pass.premium',
+          productId: 'pass.premium',
+          autoRenewStatus: 1,
+          appAccountToken: token,
+          signedDate: renewedAt + 5,
+          environment: 'Sandbox',
+        }),
+      },
+    }),
+  };
+  return fetch(`${api.baseUrl}/v2/notifications/apple/app-1`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(notification),
+  });
+}
 
 /** One of Apple's test receipts, encoded as the App Store encodes receipts (definite lengths). */
 function appStoreReceipt(name: string): string {

@@ -1,4 +1,5 @@
-import { v5 as uuidv5, validate as isUuid } from 'uuid';
+import { createHmac, type KeyObject } from 'node:crypto';
+import { stringify as uuidStringify, validate as isUuid } from 'uuid';
 import { erasureHash, erasureKey } from '../erase-customer/erasure-hash.js';
 import { accountTokensSql } from './account-tokens.sql.js';
 
@@ -8,22 +9,31 @@ import { accountTokensSql } from './account-tokens.sql.js';
 
 type Query = { query: (sql: string, params?: unknown[]) => Promise<unknown> };
 
-/** The namespace of every application's namespace (RFC 9562 name-based UUIDs, SHA-1). */
-const SERVICE_NAMESPACE = '3d5c1a8e-6f0b-5a57-9e0b-2f1d8c4b7a60';
-
 /**
- * The token of `username` in `appId`: a version-5 UUID of the username in the application's own
- * namespace. Derived, so every replica of the service makes the same one without asking another;
- * remembered (rememberAccountToken), because a UUID cannot be turned back into its name.
+ * The token of `username` in `appId`: a UUID (version 8, RFC 9562's custom layout) of the first 16
+ * bytes of HMAC-SHA256 under the service's erasure key (public.erasure_key, made once, secret).
+ * Derived, so every replica makes the same one without asking another; keyed, so no one without the
+ * key can compute a user's token from a guessed e-mail address and look for it at the stores;
+ * remembered (rememberAccountToken), because it cannot be turned back into its name.
  */
-export function accountTokenFor(appId: string, username: string): string {
-  return uuidv5(username, uuidv5(appId, SERVICE_NAMESPACE));
+export function accountTokenFor(key: KeyObject, appId: string, username: string): string {
+  const bytes = createHmac('sha256', key)
+    .update('account-token')
+    .update(Buffer.from([0]))
+    .update(appId, 'utf8')
+    .update(Buffer.from([0]))
+    .update(username, 'utf8')
+    .digest();
+  bytes[6] = (bytes[6] & 0x0f) | 0x80; // version 8
+  bytes[8] = (bytes[8] & 0x3f) | 0x80; // variant 10
+  return uuidStringify(bytes.subarray(0, 16));
 }
 
 /** Derives and remembers the token of `username`; returns it. */
 export async function rememberAccountToken(db: Query, appId: string, username: string): Promise<string> {
-  const token = accountTokenFor(appId, username);
-  const hash = erasureHash(await erasureKey(db), appId, username);
+  const key = await erasureKey(db);
+  const token = accountTokenFor(key, appId, username);
+  const hash = erasureHash(key, appId, username);
   await db.query(accountTokensSql.remember, [appId, token, username, hash]);
   return token;
 }

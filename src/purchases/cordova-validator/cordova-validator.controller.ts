@@ -45,7 +45,7 @@ export class CordovaValidatorController {
     operationId: 'validateCordovaPurchase',
     summary: 'Receipt validator for cordova-plugin-purchase',
     description:
-      "Set store.validator = { url: '<base>/v2/purchases/validator', headers: { Authorization: 'Bearer <the app token>' } }. " +
+      "Set store.validator = { url: '<base>/v2/purchases/validator', headers: { Authorization: 'Bearer <a user token: short-lived, bound to the signed-in user (applicationUsername claim)>' } }. " +
       'Takes the Validator.Request.Body the plugin builds (transaction types apple-sk2, ios-appstore, android-playstore; additionalData.applicationUsername) ' +
       "and records the purchase as POST /v2/purchases does. Refusals are answered 200 with {ok: false, code, message}: the plugin reads no other status's body.",
   })

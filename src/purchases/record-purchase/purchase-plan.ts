@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { APP_LINK_PREFIX } from '../../customers/receipt-links/app-links.js';
 import type { ContractEvent } from '../../store-notifications/apple/apple-to-events.js';
 
 /** A receipt's owner as the read models hold it (read_model.receipts); null: a customer since erased. */
@@ -67,7 +68,7 @@ export function planPurchase(o: {
     const at = Math.max(o.now.getTime(), stored ? stored.versionMs + 1 : 0);
     links.push({
       specversion: '1.0',
-      id: `purchase-link:${digest([o.appId, receiptId, o.username, stored?.versionId ?? ''])}`,
+      id: `${APP_LINK_PREFIX}${digest([o.appId, receiptId, o.username, stored?.versionId ?? ''])}`,
       source: 'subscription-records-purchases',
       type: 'receipt.linked',
       time: new Date(at).toISOString(),

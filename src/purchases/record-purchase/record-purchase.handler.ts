@@ -37,11 +37,14 @@ export class RecordPurchaseCommand extends Command<RecordedPurchase> {
 }
 
 /**
- * How often the wait for the projection looks again: a batch of a few purchases takes tens of
- * milliseconds to project (docs/benchmarks-purchases.md); each look is two index lookups. A backoff
- * measured worse: it added its own steps to the answer's time.
+ * How often the wait for the projection looks again: every 20 ms while a batch of a few purchases
+ * takes tens of milliseconds to project (docs/benchmarks-purchases.md; a backoff from the start
+ * measured worse, adding its own steps to the answer), then less and less often, up to 250 ms, so
+ * requests waiting on a consumer that is behind do not load the database it writes to.
  */
 const POLL_MS = 20;
+const POLL_STEADY_FOR_MS = 250;
+const POLL_MAX_MS = 250;
 
 /**
  * POST /v2/purchases (docs/purchases.md): the purchase's events from its store, who it belongs to
@@ -66,10 +69,12 @@ export class RecordPurchaseHandler implements ICommandHandler<RecordPurchaseComm
   async execute({ principal, request }: RecordPurchaseCommand): Promise<RecordedPurchase> {
     const appId = principal.appId;
     const username = whoFor(principal, request.applicationUsername);
-    if (principal.username !== undefined && 'transactionId' in request.source)
+    // A transaction id is no secret, and Apple's ReceiptUtility reads an app receipt without checking its signature: from an app
+    // (a token bound to one user, which its user can take out of the app) neither proves a purchase.
+    if (principal.username !== undefined && ('transactionId' in request.source || 'appReceipt' in request.source))
       throw new PurchaseError(
         ErrorCode.UsernameNotAllowed,
-        "a token bound to one user may not send a bare transactionId: it proves no purchase. Send the signedTransaction (StoreKit 2) or the appReceipt, or send the id from your backend with the app's token",
+        `a token bound to one user may not send a bare ${'transactionId' in request.source ? 'transactionId' : 'appReceipt'}: it proves no purchase. Send the signedTransaction (StoreKit 2), or send it from your backend with its own token`,
       );
     const events = await this.sources.events(appId, request.source);
     // The store's data names users by the tokens this service gave them: back to their names first.
@@ -90,9 +95,10 @@ export class RecordPurchaseHandler implements ICommandHandler<RecordPurchaseComm
       );
     if (plan.events.length > 0) await this.publish(plan.events);
     const appAccountToken = await rememberAccountToken(this.db, appId, username);
-    if (request.source.platform === 'apple' && plan.links.length > 0) await this.tellApple(appId, plan.links, storeTokens, appAccountToken);
+    // Apple is told while the projection runs: the answer waits for the longer of the two, not their sum.
+    const told = request.source.platform === 'apple' && plan.links.length > 0 ? this.tellApple(appId, plan.links, storeTokens, appAccountToken) : undefined;
     const purchaseIds = [...new Set(transactions.map((e) => String(e.data.purchaseId)))];
-    const shown = await this.waitUntilShown(appId, username, plan.events, receipts);
+    const [shown] = await Promise.all([this.waitUntilShown(appId, username, plan.events, receipts), told]);
     if (!shown) {
       return {
         status: 'pending',
@@ -165,7 +171,9 @@ export class RecordPurchaseHandler implements ICommandHandler<RecordPurchaseComm
     published: readonly ContractEvent[],
     receipts: readonly string[],
   ): Promise<CustomerSummary | undefined> {
-    const deadline = Date.now() + this.config.purchases.waitMs;
+    const started = Date.now();
+    const deadline = started + this.config.purchases.waitMs;
+    let pause = POLL_MS;
     const transactions = published.filter((e) => e.type === 'transaction.updated');
     const links = published.filter((e) => e.type === 'receipt.linked');
     for (;;) {
@@ -187,7 +195,8 @@ export class RecordPurchaseHandler implements ICommandHandler<RecordPurchaseComm
       }
       const left = deadline - Date.now();
       if (left <= 0) return undefined;
-      await sleep(Math.min(POLL_MS, left));
+      await sleep(Math.min(pause, left));
+      if (Date.now() - started > POLL_STEADY_FOR_MS) pause = Math.min(POLL_MAX_MS, Math.round(pause * 1.5));
     }
   }
 
