@@ -4,6 +4,8 @@ import { CommandRunner, Option, SubCommand } from 'nest-commander';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { parseStripeLine, stripeImportEvents, stripeSubscriptionLines } from '../import/stripe/stripe-import.js';
 import { StripeApi } from '../store-notifications/stripe/stripe-api.js';
+import { openDatabase } from '../database/open-database.js';
+import { keepRevocations } from '../store-notifications/stored-transaction.js';
 import { runCliImport } from './run-cli-import.js';
 import { refuseExtraArguments, UsageError } from './usage-error.js';
 
@@ -32,20 +34,32 @@ export class ImportStripeCommand extends CommandRunner {
     const since = options.since === undefined ? undefined : parseSince(options.since);
     const api = new StripeApi(app.apiKey, stripe);
     const appId = options.app;
-    await runCliImport(this.config, {
-      dryRun: options.dryRun,
-      appId,
-      kind: 'stripe-subscriptions',
-      // The same app and window is the same source: what an earlier run did is not done again.
-      digest: createHash('sha256')
-        .update(`${appId}\n${since ?? ''}`)
-        .digest('hex'),
-      lines: stripeSubscriptionLines(api, since),
-      parseLine: parseStripeLine,
-      keyOf: (id) => id,
-      fetchEvents: (id) =>
-        stripeImportEvents(appId, api, id, { usernameKey: stripe.usernameMetadataKey, gracePeriodMs: stripe.gracePeriodMs }, () => new Date()),
-    });
+    const mapping = { usernameKey: stripe.usernameMetadataKey, gracePeriodMs: stripe.gracePeriodMs };
+    const database = options.dryRun ? undefined : await openDatabase(this.config, 'import');
+    try {
+      await runCliImport(this.config, {
+        dryRun: options.dryRun,
+        appId,
+        kind: 'stripe-subscriptions',
+        // The same app and window is the same source: what an earlier run did is not done again.
+        digest: createHash('sha256')
+          .update(`${appId}\n${since ?? ''}`)
+          .digest('hex'),
+        db: database?.db,
+        lines: stripeSubscriptionLines(api, since),
+        parseLine: parseStripeLine,
+        keyOf: (id) => id,
+        fetchEvents: async (id) => {
+          const result = await stripeImportEvents(appId, api, id, mapping, () => new Date());
+          // A refund recorded by the webhook stays: Stripe's listing does not say an invoice was refunded.
+          if (database && 'events' in result)
+            await keepRevocations(database.db, appId, result.events as unknown as { type: string; data: Record<string, unknown> }[]);
+          return result;
+        },
+      });
+    } finally {
+      await database?.close();
+    }
   }
 
   @Option({ flags: '--app <id>', description: 'the application (STRIPE_APPS)' })

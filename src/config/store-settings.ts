@@ -98,6 +98,10 @@ export function stripeSettings(env: StripeEnv, problems: string[]): StripeSettin
     if (wrong.length > 0) problems.push(...wrong);
     else apps.set(appId, { webhookSecret, apiKey });
   }
+  const base = new URL(env.STRIPE_API_BASE_URL);
+  if (base.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(base.hostname))
+    problems.push(`STRIPE_API_BASE_URL must use https unless it is a loopback address (the API keys travel in every request); got ${base.origin}`);
+  if (base.pathname !== '/') problems.push(`STRIPE_API_BASE_URL must be an origin without a path (Stripe's client adds /v1/...); got ${base.pathname}`);
   return {
     apps,
     apiBaseUrl: env.STRIPE_API_BASE_URL,

@@ -97,7 +97,7 @@ const shapeGuard =
 /** The body as it came, kept on the request (`rawBody`) for a signature over its bytes; cut at the route's limit (413). */
 const keepRawBody =
   (bodyLimit: number): preParsingHookHandler =>
-  (request, _reply, payload, done) => {
+  (request, reply, payload, done) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let finished = false;
@@ -106,14 +106,18 @@ const keepRawBody =
       finished = true;
       done(error, stream);
     };
-    payload.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > bodyLimit) {
-        payload.destroy();
+        // The rest is read and dropped, not kept; the socket stays to carry the 413, then closes.
+        payload.off('data', onData);
+        payload.resume();
+        void reply.header('connection', 'close');
         return finish(new PayloadTooLargeException(`The body is over the ${bodyLimit} bytes this endpoint takes.`));
       }
       chunks.push(chunk);
-    });
+    };
+    payload.on('data', onData);
     payload.on('error', (error) => finish(error));
     payload.on('end', () => {
       const raw = Buffer.concat(chunks);

@@ -40,3 +40,12 @@ export function keepingRevocation(data: Record<string, unknown>, stored: Record<
   if (!(revoked instanceof Date || typeof revoked === 'string') || data.revocationDate !== undefined) return data;
   return { ...data, revocationDate: new Date(revoked).toISOString(), isExpired: true, cancelationReason: stored!.cancelationReason ?? 'Customer' };
 }
+
+/** keepingRevocation over a store's events: each transaction's stored snapshot read, its revocation kept (Stripe's webhooks and import). */
+export async function keepRevocations(db: Query, appId: string, events: readonly { type: string; data: Record<string, unknown> }[]): Promise<void> {
+  for (const event of events) {
+    if (event.type !== 'transaction.updated') continue;
+    const stored = await storedTransaction(db, appId, String(event.data.transactionId));
+    event.data = keepingRevocation(event.data, stored?.snapshot);
+  }
+}

@@ -4,6 +4,7 @@ import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { embeddedLogCaughtUp } from '../utils/events.js';
 import { runCli } from '../utils/processes.js';
+import Stripe from 'stripe';
 import { startStripeMock, stripeFixture } from '../utils/stripe-mock.js';
 
 jest.setTimeout(180_000);
@@ -114,6 +115,45 @@ describe('import stripe (e2e: CLI process, real PostgreSQL, embedded log, Stripe
     expect(await logSize()).toBe(events);
     // only the listing is asked again: no subscription or invoice is read for what was done
     expect(mock.calls.slice(calls).every((c) => c === 'GET /v1/subscriptions')).toBe(true);
+  });
+
+  it('a refund the webhook recorded stays revoked when an import (which cannot see refunds) publishes the subscription again', async () => {
+    const h = history('refunded@example.com', 2);
+    for (const inv of h.invoices) mock.setInvoice(inv);
+    mock.setSubscription(h.sub);
+    expect((await runCli(['import', 'stripe', '--app', 'app-s', '--since', '2000-01-01'], env)).code).toBe(0);
+    await embeddedLogCaughtUp(db.dataSource);
+    const latest = h.invoices.at(-1)!;
+    const payment = id('pi');
+    mock.setInvoicePayment(payment, latest.id);
+    const refund = Object.assign(stripeFixture('event'), {
+      id: id('evt'),
+      type: 'charge.refunded',
+      created: now(),
+      data: {
+        object: Object.assign(stripeFixture('charge'), { id: id('ch'), payment_intent: payment, invoice: undefined, refunded: true, amount_refunded: 999 }),
+      },
+    });
+    const payload = JSON.stringify(refund);
+    const res = await fetch(`${api.baseUrl}/v2/notifications/stripe/app-s`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': new Stripe(API_KEY).webhooks.generateTestHeaderString({ payload, secret: 'whsec_import0123456789' }),
+      },
+      body: payload,
+    });
+    expect(res.status).toBe(200);
+    await embeddedLogCaughtUp(db.dataSource);
+    const revoked = async () =>
+      ((await api.get(`/v2/transactions?transactionId=stripe:${latest.id}`, api.token('app-s'))).body.rows as Json[]).find(
+        (r) => r.transactionId === `stripe:${latest.id}`,
+      );
+    expect(await revoked()).toMatchObject({ revocationDate: new Date(refund.created * 1000).toISOString() });
+    // another window: the same subscription is read and published again
+    expect((await runCli(['import', 'stripe', '--app', 'app-s', '--since', '2000-01-02'], env)).code).toBe(0);
+    await embeddedLogCaughtUp(db.dataSource);
+    expect(await revoked()).toMatchObject({ revocationDate: new Date(refund.created * 1000).toISOString(), isExpired: true });
   });
 
   it('refuses an application without Stripe settings and a key Stripe refuses, naming the setting', async () => {

@@ -1,5 +1,6 @@
 import { jest } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import Stripe from 'stripe';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
@@ -285,6 +286,18 @@ describe('Stripe webhooks in (e2e: real PostgreSQL, embedded log, Stripe API moc
     ]);
     expect((await customer(user)).customerInfo).toMatchObject({ activeSubscriber: false, renewalIntent: 'Lapse' });
 
+    // A refund of an invoice the read models never held (before the endpoint existed): read from Stripe and revoked, not lost.
+    const olderInvoice = invoice({ id: id('in'), subscription: subId, paid: true, amount: 999, paidAt: start - 30 * DAY, reason: 'subscription_cycle' });
+    olderInvoice.lines.data[0].period = { start: start - 30 * DAY, end: start };
+    mock.setInvoice(olderInvoice);
+    const olderPayment = id('pi');
+    mock.setInvoicePayment(olderPayment, olderInvoice.id);
+    const olderRefund = event('charge.refunded', { ...charge, id: id('ch'), payment_intent: olderPayment, amount_refunded: 999, refunded: true });
+    await send(olderRefund);
+    expect(await transactions(subId)).toContainEqual(
+      expect.objectContaining({ transactionId: `stripe:${olderInvoice.id}`, revocationDate: new Date(olderRefund.created * 1000).toISOString() }),
+    );
+
     // A dispute names the charge; the charge names the PaymentIntent; invoice payments name the invoice.
     const disputed = `dispute-${randomUUID()}`;
     const sub2 = id('sub');
@@ -378,6 +391,27 @@ describe('Stripe webhooks in (e2e: real PostgreSQL, embedded log, Stripe API moc
     expect((await deliver(e, { app: 'app-nope' })).status).toBe(404);
     const huge = await deliver(e, { raw: JSON.stringify({ ...e, padding: 'x'.repeat(300_000) }) });
     expect(huge.status).toBe(413);
+    // chunked (no Content-Length): cut while read, answered 413 (not a reset connection)
+    const chunked = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`${api.baseUrl}/v2/notifications/stripe/app-s`);
+      const req = httpRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=x' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      for (let i = 0; i < 40; i++) req.write('x'.repeat(10_000));
+      req.end();
+    });
+    expect(chunked).toBe(413);
     expect(await logSize()).toBe(before);
     expect(await deliver(event('customer.created', stripeFixture('checkout.session')))).toMatchObject({
       status: 200,

@@ -13,7 +13,7 @@ export const stripeFixture = (name: 'subscription' | 'invoice' | 'checkout.sessi
 /**
  * The Stripe API on loopback, answering in the shapes of Stripe's OpenAPI fixtures: GET
  * /v1/subscriptions/{id} (expand[]=latest_invoice), GET /v1/checkout/sessions/{id}/line_items,
- * GET /v1/invoice_payments (by payment_intent), GET /v1/charges/{id}.
+ * GET /v1/invoice_payments (by payment_intent), GET /v1/invoices/{id}, GET /v1/charges/{id}.
  * Requests must carry the API key as a bearer token. Unknown ids answer Stripe's 404
  * (resource_missing); `failNext` answers 500s; `calls` counts requests.
  */
@@ -82,6 +82,11 @@ export async function startStripeMock(apiKey: string) {
         ? [{ ...stripeFixture('invoice_payment'), id: `inpay_${pi}`, invoice, payment: { type: 'payment_intent', payment_intent: pi }, status: 'paid' }]
         : [];
       return send(200, { object: 'list', data, has_more: false, url: url.pathname });
+    }
+    const inv = /^\/v1\/invoices\/([^/]+)$/.exec(url.pathname);
+    if (req.method === 'GET' && inv) {
+      const found = invoices.get(inv[1]);
+      return found ? send(200, found) : missing('invoice', inv[1]);
     }
     const charge = /^\/v1\/charges\/([^/]+)$/.exec(url.pathname);
     if (req.method === 'GET' && charge) {

@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import type { StripeSettings } from '../../config/app-config.js';
-import type { StripeInvoice, StripeSubscription } from './stripe-to-events.js';
+import { idOf, type StripeInvoice, type StripeSubscription } from './stripe-to-events.js';
 
 /** One Stripe API request may take this long before it counts as the API being away. */
 export const STRIPE_REQUEST_TIMEOUT_MS = 10_000;
@@ -70,8 +70,12 @@ export class StripeApi {
       payment_intent?: string | { id: string } | null;
       invoice?: string | { id: string } | null;
     };
-    const idOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : (v?.id ?? undefined));
     return { paymentIntent: idOf(charge.payment_intent), invoice: idOf(charge.invoice) };
+  }
+
+  /** An invoice, with its lines. */
+  async invoice(id: string): Promise<StripeInvoice & { parent?: unknown; subscription?: unknown }> {
+    return (await this.client.invoices.retrieve(id)) as unknown as StripeInvoice & { parent?: unknown; subscription?: unknown };
   }
 
   /** The price of a Checkout Session's first line item. */

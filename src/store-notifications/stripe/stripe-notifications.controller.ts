@@ -14,11 +14,11 @@ import type { ContractEvent } from '../apple/apple-to-events.js';
 import type { NotificationOutcome } from '../apple/apple-notifications.controller.js';
 import { NotificationPublisher } from '../notification-publisher.js';
 import { STRIPE_NOTIFICATION_BODY_LIMIT } from '../notification-routes.js';
-import { keepingRevocation, revokedSnapshot, storedTransaction } from '../stored-transaction.js';
+import { keepRevocations, revokedSnapshot, storedTransaction } from '../stored-transaction.js';
 import { mapDates } from '../store-dates.js';
 import { StoreNotificationError } from '../store-notification.errors.js';
 import { classifyStripeCall, StripeApi } from './stripe-api.js';
-import { stripeCheckoutEvents, stripeStateId, stripeSubscriptionEvents, type StripeCheckoutSession } from './stripe-to-events.js';
+import { idOf, stripeCheckoutEvents, stripeInvoiceEvents, stripeStateId, stripeSubscriptionEvents, type StripeCheckoutSession } from './stripe-to-events.js';
 
 const PROBLEM_CONTENT = { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } };
 
@@ -29,8 +29,6 @@ type StripePayment = {
   invoice?: string | { id: string } | null;
   charge?: string | { id: string } | null;
 };
-
-const idOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : (v?.id ?? undefined));
 
 /** A verified webhook event: its type and its object, as Stripe sent them. */
 type StripeEvent = { id: string; type: string; created: number; data: { object: Record<string, unknown> & { id?: string } } };
@@ -172,13 +170,11 @@ export class StripeNotificationsController {
     if (!invoice && paymentIntent) invoice = (await this.call(() => api.invoiceOfPayment(paymentIntent!))) ?? undefined;
     const transactionId = invoice ? `stripe:${invoice}` : paymentIntent ? `stripe:${paymentIntent}` : undefined;
     const stored = transactionId ? await storedTransaction(this.db, appId, transactionId) : undefined;
-    if (!stored) {
-      this.logger.warn({ msg: 'a refund or lost dispute of a payment the read models do not hold: nothing to revoke', appId, event: event.id });
-      return [];
-    }
+    const revokedAt = new Date(event.created * 1000);
+    if (!stored) return invoice ? this.revokedInvoice(appId, api, event, invoice, revokedAt) : this.nothingToRevoke(appId, event);
     // After the snapshot it revokes, so it wins even when the refund is dated before that snapshot was read.
     const time = new Date(Math.max(this.clock.now().getTime(), stored.versionTime.getTime() + 1));
-    const data = revokedSnapshot(stored.snapshot, new Date(event.created * 1000));
+    const data = revokedSnapshot(stored.snapshot, revokedAt);
     return [
       {
         specversion: '1.0',
@@ -193,11 +189,32 @@ export class StripeNotificationsController {
     ];
   }
 
+  /**
+   * A refunded invoice the read models do not hold (the refund came first, or the invoice is older
+   * than the endpoint): the invoice itself, read from Stripe, revoked; acknowledging it would lose
+   * the refund, which Stripe never sends again.
+   */
+  private async revokedInvoice(appId: string, api: StripeApi, event: StripeEvent, invoiceId: string, revokedAt: Date): Promise<ContractEvent[]> {
+    const at = this.clock.now();
+    const invoice = await this.call(() => api.invoice(invoiceId));
+    const subscriptionId = invoice ? invoiceSubscription(invoice as Record<string, unknown>) : undefined;
+    const subscription = subscriptionId ? await this.call(() => api.subscription(subscriptionId)) : null;
+    if (!invoice || !subscription) return this.nothingToRevoke(appId, event);
+    const events = mapDates(() => stripeInvoiceEvents(appId, `stripe:${event.id}`, subscription, { ...invoice, status: 'paid' }, at));
+    return events.map((e) => ({ ...e, data: revokedSnapshot(e.data, revokedAt) }));
+  }
+
+  private nothingToRevoke(appId: string, event: StripeEvent): ContractEvent[] {
+    this.logger.warn({ msg: 'a refund or lost dispute of a payment that is no subscription invoice of this app: nothing to revoke', appId, event: event.id });
+    return [];
+  }
+
   /** The subscription as Stripe holds it now; one Stripe no longer has is nothing to publish. */
   private async subscriptionEvents(appId: string, api: StripeApi, id: string): Promise<ContractEvent[]> {
+    // Taken before the read: a read that starts later sees a state at least as new, so a slow read cannot win over a newer one.
+    const at = this.clock.now();
     const subscription = await this.call(() => api.subscription(id));
     if (subscription === null) return [];
-    const at = this.clock.now();
     const events = mapDates(() =>
       stripeSubscriptionEvents(appId, stripeStateId('subscription', id, subscription), subscription, at, {
         usernameKey: this.config.stripe!.usernameMetadataKey,
@@ -205,11 +222,7 @@ export class StripeNotificationsController {
       }),
     );
     // Stripe's subscription does not say its latest invoice was refunded: a revocation recorded from the refund stays.
-    for (const event of events) {
-      if (event.type !== 'transaction.updated') continue;
-      const stored = await storedTransaction(this.db, appId, String(event.data.transactionId));
-      event.data = keepingRevocation(event.data, stored?.snapshot) as typeof event.data;
-    }
+    await keepRevocations(this.db, appId, events);
     return events;
   }
 

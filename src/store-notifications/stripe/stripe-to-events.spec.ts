@@ -8,7 +8,7 @@ const sub = (o: Partial<StripeSubscription>): StripeSubscription => ({
   status: 'active',
   livemode: true,
   start_date: T('2026-09-01T00:00:00Z'),
-  latest_invoice: 'in_3',
+  latest_invoice: { id: 'in_3', status: 'paid', amount_paid: 999, currency: 'usd', status_transitions: { paid_at: T('2026-11-01T00:00:00Z') } },
   metadata: {},
   items: {
     data: [
@@ -52,7 +52,15 @@ describe('Stripe onto the event contract', () => {
   });
 
   it('each status onto access: trial end, paid-through start in retry, ended, pending', () => {
-    expect(data(sub({ status: 'trialing', trial_end: T('2026-11-15T00:00:00Z') }))).toMatchObject({
+    expect(
+      data(
+        sub({
+          status: 'trialing',
+          trial_end: T('2026-11-15T00:00:00Z'),
+          latest_invoice: { id: 'in_t', status: 'paid', amount_paid: 0, currency: 'usd', status_transitions: { paid_at: T('2026-11-01T00:00:00Z') } },
+        }),
+      ),
+    ).toMatchObject({
       isTrialPeriod: true,
       expirationDate: '2026-11-15T00:00:00.000Z',
       amountMicros: 0,
@@ -89,6 +97,15 @@ describe('Stripe onto the event contract', () => {
       expirationDate: '2026-11-01T00:00:00.000Z',
       gracePeriodExpirationDate: '2026-11-08T00:00:00.000Z',
       applicationUsername: 'cid',
+    });
+  });
+
+  it('an invoice not paid is no revenue; a subscription canceled on an unpaid period was paid through its start', () => {
+    const open = { id: 'in_4', status: 'open', amount_paid: 0, currency: 'usd' };
+    expect(data(sub({ status: 'past_due', latest_invoice: open }))).not.toHaveProperty('amountMicros');
+    expect(data(sub({ status: 'canceled', ended_at: T('2026-11-20T00:00:00Z'), latest_invoice: open }))).toMatchObject({
+      isExpired: true,
+      expirationDate: '2026-11-01T00:00:00.000Z',
     });
   });
 

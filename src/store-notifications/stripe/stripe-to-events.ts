@@ -83,7 +83,8 @@ export function stripeAmountMicros(amount: number, currency: string): number {
 
 const iso = (seconds: number | null | undefined) => (typeof seconds === 'number' ? new Date(seconds * 1000).toISOString() : undefined);
 const dropUndefined = <T extends Record<string, unknown>>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-const idOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : (v?.id ?? undefined));
+/** The id of a Stripe field that is an id or, expanded, the object. */
+export const idOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : (v?.id ?? undefined));
 
 /** Why Stripe ended a subscription (cancellation_details.reason), in the contract's words. */
 const CANCELATION: Record<string, string> = { cancellation_requested: 'Customer', payment_failed: 'System.BillingError', payment_disputed: 'Customer' };
@@ -131,17 +132,19 @@ export function stripeSubscriptionEvents(appId: string, messageId: string, sub: 
   const trialing = status === 'trialing';
   const ended = ['canceled', 'unpaid', 'paused', 'incomplete_expired'].includes(status);
   const retrying = status === 'past_due';
-  // What the customer has paid through: the period's end once paid; its start while the renewal fails.
+  // What the customer has paid through: the period's end once paid; its start while the renewal fails, or when it ended unpaid.
+  const unpaidPeriod = invoice !== undefined && invoice.status !== 'paid';
   const expiration = trialing
     ? (sub.trial_end ?? periodEnd)
-    : retrying || status === 'unpaid' || status === 'paused'
+    : retrying || status === 'unpaid' || status === 'paused' || (status === 'canceled' && unpaidPeriod)
       ? periodStart
       : status === 'canceled'
         ? Math.min(sub.ended_at ?? periodEnd, periodEnd)
         : periodEnd;
-  const paid = invoice?.status === 'paid' && typeof invoice.amount_paid === 'number' && invoice.currency;
-  const currency = (paid ? invoice!.currency : price.currency) ?? undefined;
-  const amount = paid ? invoice!.amount_paid! : trialing ? 0 : price.unit_amount != null ? price.unit_amount * (item?.quantity ?? 1) : undefined;
+  // What was charged, when it was: an invoice not (yet) paid is no revenue, and a price is not what was paid (discounts, tax, tiers).
+  const paid = invoice?.status === 'paid' && typeof invoice.amount_paid === 'number' && invoice.currency ? invoice : undefined;
+  const currency = paid?.currency;
+  const amount = paid?.amount_paid;
   const lapsing = sub.cancel_at_period_end === true || typeof sub.cancel_at === 'number' || status === 'canceled';
   const customer = typeof sub.customer === 'object' ? sub.customer : undefined;
   const username = usernameIn(sub.metadata, o.usernameKey) ?? usernameIn(customer?.metadata, o.usernameKey);
