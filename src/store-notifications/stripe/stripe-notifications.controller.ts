@@ -70,7 +70,18 @@ export class StripeNotificationsController {
       "Add this URL as a webhook endpoint in Stripe (events: customer.subscription.*, invoice.*, checkout.session.completed, charge.refunded, charge.dispute.closed) and put its signing secret in STRIPE_APPS. Verified with Stripe's library; mapping in docs/events/stripe.md.",
   })
   @ApiHeader({ name: 'Stripe-Signature', required: true, description: "Stripe's signature of the body: t=<timestamp>,v1=<HMAC-SHA256>" })
-  @ApiBody({ schema: { type: 'object', required: ['id', 'type', 'data'], description: 'A Stripe Event object' } })
+  @ApiBody({
+    schema: {
+      type: 'object',
+      required: ['id', 'type', 'data'],
+      description: 'A Stripe Event object, as Stripe signs and sends it',
+      properties: {
+        id: { type: 'string', description: 'evt_...' },
+        type: { type: 'string', description: 'customer.subscription.updated, invoice.paid, checkout.session.completed, charge.refunded, ...' },
+        data: { type: 'object', required: ['object'], properties: { object: { type: 'object', description: 'The object the event is about' } } },
+      },
+    },
+  })
   @ApiOkResponse({
     schema: {
       type: 'object',
