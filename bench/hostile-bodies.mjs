@@ -17,6 +17,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createAppleTestCa, signAppleJws } from '../dist/store-notifications/apple/apple-test-ca.js';
 import { freePort } from '../test/kafka/broker.mjs';
+import { waitForService } from './proc.mjs';
 import { SERVICE_NODE_FLAGS } from './service-flags.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -93,13 +94,7 @@ async function main() {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
-    for (let i = 0; ; i++) {
-      try {
-        if ((await fetch(`${base}/health/live`)).ok) break;
-      } catch {}
-      if (i > 600 || service.exitCode !== null) throw new Error('the service did not start');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitForService(`${base}/health/live`, service);
     const test = (signer) => JSON.stringify({ signedPayload: signAppleJws(signer, { notificationType: 'TEST', notificationUUID: randomUUID(), version: '2.0', signedDate: Date.now(), data: { bundleId: BUNDLE, environment: 'Sandbox' } }) });
     const apple = `${base}/v2/notifications/apple/app-1`;
     const google = `${base}/v2/notifications/google/app-1`;

@@ -5,18 +5,16 @@
 // store (bench/import-mocks.mjs), into the embedded event log of a throwaway database made on the
 // server of DATABASE_URL (migrated, dropped at the end). Reports lines/s, store transactions/s,
 // events/s and the CLI's peak RSS (VmHWM of /proc/<pid>/status, polled every 20 ms).
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../dist/database/data-source-options.js';
 import { runMigrations } from '../dist/database/migrate.js';
 import { startAppleMock, startGoogleMock } from './import-mocks.mjs';
+import { adminQuery, runCliMeasured as runCli } from './proc.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({ options: { lines: { type: 'string', default: '2000' }, 'per-customer': { type: 'string', default: '3' }, concurrency: { type: 'string', default: '4' } } });
@@ -26,40 +24,11 @@ const admin = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/po
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-import-'));
 const file = (name, text) => (writeFileSync(path.join(tmp, name), text), path.join(tmp, name));
 
-async function adminQuery(sql) {
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
-/** Runs the CLI; resolves with its exit code, stderr, wall time and VmHWM (kB). */
-function runCli(cliArgs, env) {
-  return new Promise((resolve, reject) => {
-    const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, [path.join(root, 'dist/cli.js'), ...cliArgs], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production', ALLOW_EMBEDDED: 'true', JWT_SECRET: randomBytes(32).toString('hex'), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    let hwm = 0;
-    const poll = setInterval(() => {
-      try {
-        hwm = Math.max(hwm, Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0));
-      } catch {}
-    }, 20);
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearInterval(poll);
-      resolve({ code, stderr, seconds: Number(process.hrtime.bigint() - started) / 1e9, hwmKb: hwm });
-    });
-  });
-}
 
 const loadBefore = os.loadavg().map((l) => Number(l.toFixed(2)));
 const name = `bench_import_${process.pid}`;
-await adminQuery(`CREATE DATABASE ${name}`);
+await adminQuery(admin, `CREATE DATABASE ${name}`);
 const u = new URL(admin);
 u.pathname = `/${name}`;
 const url = u.toString();
@@ -86,7 +55,7 @@ try {
     ['apple', ['import', 'apple', '--app', 'app-a', '--file', file('apple.csv', apple.lines.join('\n') + '\n')], lines * perCustomer],
     ['google', ['import', 'google', '--app', 'app-g', '--file', file('google.csv', google.lines.join('\n') + '\n')], lines],
   ]) {
-    const run = await runCli(cliArgs, env);
+    const run = await runCli(root, cliArgs, env);
     const summary = /imported (\d+) line\(s\) \((\d+) event\(s\)\).*/.exec(run.stderr);
     if (run.code !== 0 || !summary || Number(summary[1]) !== lines) throw new Error(`${store}: exit ${run.code}\n${run.stderr.slice(-2000)}`);
     results.push({
@@ -107,5 +76,5 @@ try {
 } finally {
   await apple.close();
   await google.close();
-  await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }

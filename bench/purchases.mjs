@@ -17,6 +17,7 @@ import autocannon from 'autocannon';
 import { mintToken } from '../dist/auth/mint-token.js';
 import { createAppleTestCa, signAppleJws } from '../dist/store-notifications/apple/apple-test-ca.js';
 import { freePort } from '../test/kafka/broker.mjs';
+import { waitForService } from './proc.mjs';
 import { SERVICE_NODE_FLAGS } from './service-flags.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -132,13 +133,7 @@ async function main() {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
-    for (let i = 0; ; i++) {
-      try {
-        if ((await fetch(`${base}/health/ready`)).ok) break;
-      } catch {}
-      if (i > 600 || service.exitCode !== null) throw new Error('the service did not start');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitForService(`${base}/health/ready`, service);
     const make = (n, offset) => {
       const bodies = [];
       const tokens = [];

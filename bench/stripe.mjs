@@ -19,12 +19,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import Stripe from 'stripe';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../dist/database/data-source-options.js';
 import { runMigrations } from '../dist/database/migrate.js';
 import { freePort } from '../test/kafka/broker.mjs';
+import { adminQuery, runCliMeasured as runCli, waitForService } from './proc.mjs';
 import { SERVICE_NODE_FLAGS } from './service-flags.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -93,38 +93,10 @@ function startStripe() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, base: `http://127.0.0.1:${server.address().port}` })));
 }
 
-async function adminQuery(sql) {
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
-function runCli(cliArgs, env) {
-  return new Promise((resolve, reject) => {
-    const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, [path.join(root, 'dist/cli.js'), ...cliArgs], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production', ALLOW_EMBEDDED: 'true', JWT_SECRET: randomBytes(32).toString('hex'), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    let hwm = 0;
-    const poll = setInterval(() => {
-      try {
-        hwm = Math.max(hwm, Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0));
-      } catch {}
-    }, 20);
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearInterval(poll);
-      resolve({ code, stderr, seconds: Number(process.hrtime.bigint() - started) / 1e9, hwmKb: hwm });
-    });
-  });
-}
 
 const name = `bench_stripe_${process.pid}`;
-await adminQuery(`CREATE DATABASE ${name}`);
+await adminQuery(admin, `CREATE DATABASE ${name}`);
 const u = new URL(admin);
 u.pathname = `/${name}`;
 const url = u.toString();
@@ -137,7 +109,7 @@ try {
   const env = { DATABASE_URL: url, STRIPE_APPS: `app-s:${SECRET}:${API_KEY}`, STRIPE_API_BASE_URL: stripeApi.base };
 
   log(`import stripe over ${SUBSCRIPTIONS} subscriptions`);
-  const run = await runCli(['import', 'stripe', '--app', 'app-s'], env);
+  const run = await runCli(root, ['import', 'stripe', '--app', 'app-s'], env);
   const summary = /imported (\d+) line\(s\) \((\d+) event\(s\)\)/.exec(run.stderr);
   if (run.code !== 0 || !summary || Number(summary[1]) !== SUBSCRIPTIONS) throw new Error(`import: exit ${run.code}\n${run.stderr.slice(-2000)}`);
   const imported = { seconds: run.seconds, events: Number(summary[2]), rssMiB: run.hwmKb / 1024 };
@@ -149,13 +121,7 @@ try {
     env: { PATH: process.env.PATH, NODE_ENV: 'development', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', JWT_SECRET: randomBytes(32).toString('hex'), CONSUMER_ENABLED: 'false', WEBHOOK_DELIVERY_ENABLED: 'false', DOCS_UI_ENABLED: 'false', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${base}/health/live`)).ok) break;
-    } catch {}
-    if (i > 600 || service.exitCode !== null) throw new Error('the service did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitForService(`${base}/health/live`, service);
   const stripe = new Stripe(API_KEY);
   const EVENT = fixture('event');
   const bodies = Array.from({ length: REQUESTS }, (_, i) =>
@@ -210,5 +176,5 @@ milliseconds) adds to each answer, not to the service's CPU.
   service?.kill('SIGTERM');
   if (service) await new Promise((r) => (service.exitCode !== null ? r() : service.once('exit', r)));
   stripeApi.server.close();
-  await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }
