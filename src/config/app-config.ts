@@ -268,7 +268,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     env: env.NODE_ENV as AppConfig['env'],
     port: env.PORT,
     host: env.HOST,
-    corsOrigins: Object.freeze((env.CORS_ORIGINS ?? []).map((o) => new URL(o).origin)),
+    corsOrigins: Object.freeze((env.CORS_ORIGINS ?? []).map(corsOrigin)),
     databaseUrl: env.DATABASE_URL,
     databaseReadUrls: Object.freeze(env.DATABASE_READ_URL ?? []),
     databaseReadMaxLagMs: env.DATABASE_READ_MAX_LAG,
@@ -324,6 +324,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     }),
     warnings: Object.freeze(warnings),
   });
+}
+
+/**
+ * An origin as a browser sends it: an http(s) URL's origin; an app WebView's custom scheme and host
+ * as written, lower-cased (WHATWG URL gives such schemes the opaque origin "null", which would match nothing).
+ */
+function corsOrigin(value: string): string {
+  return /^https?:/i.test(value) ? new URL(value).origin : value.toLowerCase();
 }
 
 /** Nest injection token for the frozen AppConfig. */

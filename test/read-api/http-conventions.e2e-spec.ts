@@ -36,7 +36,7 @@ describe('HTTP conventions (e2e): compression, CORS, HOST', () => {
       ),
     );
     api = await startTestApp({ databaseUrl: db.url });
-    cors = await startTestApp({ databaseUrl: db.url, env: { CORS_ORIGINS: 'https://app.example.com, http://localhost:5173' } });
+    cors = await startTestApp({ databaseUrl: db.url, env: { CORS_ORIGINS: 'https://app.example.com, http://localhost:5173, capacitor://localhost' } });
   });
   afterAll(async () => {
     await api?.close();
@@ -70,6 +70,9 @@ describe('HTTP conventions (e2e): compression, CORS, HOST', () => {
     expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
     expect(allowed.headers.get('access-control-allow-headers')).toContain('authorization');
     expect((await preflight(cors.baseUrl, 'https://evil.example.com')).headers.get('access-control-allow-origin')).toBeNull();
+    // an iOS Capacitor app's WebView (cordova-plugin-purchase's validator posts from there: docs/purchases.md)
+    expect((await preflight(cors.baseUrl, 'capacitor://localhost')).headers.get('access-control-allow-origin')).toBe('capacitor://localhost');
+    expect((await preflight(cors.baseUrl, 'ionic://localhost')).headers.get('access-control-allow-origin')).toBeNull();
     const get = await fetch(`${cors.baseUrl}/v2/customers`, { headers: { origin: 'http://localhost:5173', authorization: `Bearer ${cors.token('app-1')}` } });
     expect(get.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
     expect(get.headers.get('access-control-expose-headers')).toContain('x-request-id');
@@ -125,5 +128,10 @@ describe('HTTP conventions (e2e): compression, CORS, HOST', () => {
     expect(() => loadConfig({ HOST: 'not a host' })).toThrow(/HOST must be an address or host name/);
     expect(() => loadConfig({ CORS_ORIGINS: 'app.example.com' })).toThrow(/CORS_ORIGINS must list origins/);
     expect(loadConfig({ CORS_ORIGINS: 'https://app.example.com/path' }).corsOrigins).toEqual(['https://app.example.com']);
+    expect(loadConfig({ CORS_ORIGINS: 'Capacitor://localhost, ionic://localhost:8100' }).corsOrigins).toEqual([
+      'capacitor://localhost',
+      'ionic://localhost:8100',
+    ]);
+    expect(() => loadConfig({ CORS_ORIGINS: 'capacitor://' })).toThrow(/CORS_ORIGINS must list origins/);
   });
 });

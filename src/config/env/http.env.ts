@@ -1,5 +1,5 @@
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min } from 'class-validator';
+import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { toBool, toInt, toList } from '../env-transforms.js';
 
 /** The HTTP server's variables (main.ts listens, http-app.ts sets it up). */
@@ -15,13 +15,16 @@ export class HttpEnv {
   @Matches(/^[A-Za-z0-9.:_-]{1,253}$/, { message: 'HOST must be an address or host name such as 0.0.0.0, 127.0.0.1 or ::' })
   HOST = '0.0.0.0';
 
-  /** Origins a browser app may call the API from (CORS); unset: none. */
+  /**
+   * Origins a browser app may call the API from (CORS); unset: none. http(s) origins, or an app
+   * WebView's own scheme and host (Capacitor and Ionic on iOS: capacitor://localhost, ionic://localhost).
+   */
   @IsOptional()
   @Transform(toList)
-  @IsUrl(
-    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
-    { each: true, message: 'CORS_ORIGINS must list origins such as https://app.example.com' },
-  )
+  @Matches(/^(https?:\/\/[^\s/?#]+(\/[^\s]*)?|[a-z][a-z0-9+.-]*:\/\/[a-z0-9.-]+(:\d{1,5})?)$/i, {
+    each: true,
+    message: "CORS_ORIGINS must list origins such as https://app.example.com (or an app WebView's, such as capacitor://localhost)",
+  })
   CORS_ORIGINS?: string[];
 
   /** Time an HTTP request may take before the service answers 503. */
