@@ -3,6 +3,7 @@ import type { onRequestHookHandler, preParsingHookHandler, RouteOptions } from '
 import { InvalidParameterError } from '../common/errors.js';
 import type { RefusalLogging } from '../common/problem.filter.js';
 import { guardJsonShape } from '../store-notifications/notification-body-guard.js';
+import { asArray, JSON_MEDIA_TYPE } from '../store-notifications/notification-routes.js';
 
 /**
  * The largest body the purchase routes take: the largest StoreKit 1 app receipt taken (base64,
@@ -18,7 +19,6 @@ const PURCHASE_ROUTES: Record<string, { maxDepth: number; maxEntries: number }> 
   '/v2/purchases': { maxDepth: 8, maxEntries: 256 },
   '/v2/purchases/validator': { maxDepth: 12, maxEntries: 16_384 },
 };
-const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
 
 const jsonOnly: onRequestHookHandler = (request, _reply, done) => {
   done(JSON_MEDIA_TYPE.test(request.headers['content-type'] ?? '') ? undefined : new UnsupportedMediaTypeException('The body must be application/json.'));
@@ -32,8 +32,6 @@ const shapeGuard =
       guardJsonShape(payload, limits, (reason) => new InvalidParameterError('body', `${reason}: not a purchase`)),
     );
   };
-
-const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
 /** For Fastify's onRoute hook: the purchase routes' body limit (413 beyond), JSON only (415), the JSON shape guard, warn-level logs of refusals. */
 export function applyPurchaseRouteOptions(route: RouteOptions): void {

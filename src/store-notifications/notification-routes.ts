@@ -41,7 +41,7 @@ const NOTIFICATION_ROUTES: Record<string, { store: Store; bodyLimit: number; sha
   '/v2/notifications/stripe/:appId': { store: 'stripe', bodyLimit: STRIPE_NOTIFICATION_BODY_LIMIT, shape: { maxDepth: 32, maxEntries: 20_000 }, raw: true },
 };
 
-const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
+export const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
 
 function hasBody(request: FastifyRequest): boolean {
   const length = request.headers['content-length'];
@@ -128,7 +128,7 @@ const keepRawBody =
     });
   };
 
-const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+export const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
 /**
  * For Fastify's onRoute hook: the store notification routes get their body limit (413 beyond, also

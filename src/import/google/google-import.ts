@@ -3,6 +3,7 @@
 import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
 import { createHash } from 'node:crypto';
 import type { ContractEvent } from '../../store-notifications/apple/apple-to-events.js';
+import type { StoredTransaction } from '../../store-notifications/stored-transaction.js';
 import type { GooglePlayApi } from '../../store-notifications/google/google-play.js';
 import { googleProductEvents, googleReplacedEvents, googleSubscriptionEvents, googleVoidedEvents } from '../../store-notifications/google/google-to-events.js';
 import { ImportFatalError, LineError, StoreRetryableError } from '../import-errors.js';
@@ -167,8 +168,8 @@ function withUsername(s: SubscriptionV2, username: string | undefined): Subscrip
   return { ...s, externalAccountIdentifiers: { ...s.externalAccountIdentifiers, obfuscatedExternalAccountId: username } };
 }
 
-/** What the read models show of an order, in the contract's field names (as the notification endpoint reads it), and that snapshot's event time. */
-export type StoredOrder = { snapshot: Record<string, unknown>; versionTime: Date };
+/** What the read models show of an order (storedTransaction: the contract's field names, absent fields left out) and that snapshot's event time. */
+export type StoredOrder = StoredTransaction;
 
 /**
  * A voided purchase from voidedpurchases.list: the same revocation a VoidedPurchaseNotification
@@ -187,14 +188,8 @@ export function googleVoidedImportEvents(appId: string, v: androidpublisher_v3.S
   if (stored.snapshot.revocationDate) return { skip: `order ${v.orderId} is revoked already (${String(stored.snapshot.revocationDate)})` };
   const voidedAt = new Date(ms);
   const time = new Date(Math.max(ms, stored.versionTime.getTime() + 1));
-  const s = stored.snapshot;
-  const snapshot = Object.fromEntries(
-    Object.entries({ ...s, amountMicros: s.amountMicros === null || s.amountMicros === undefined ? null : Number(s.amountMicros) }).filter(
-      ([, value]) => value !== null && value !== undefined,
-    ),
-  );
   const messageId = `google-voided:${createHash('sha256').update(`${v.orderId}\n${v.voidedTimeMillis}`).digest('base64url').slice(0, 32)}`;
-  return { events: asImportEvents(mapped(() => googleVoidedEvents(appId, messageId, snapshot, voidedAt, time))) };
+  return { events: asImportEvents(mapped(() => googleVoidedEvents(appId, messageId, stored.snapshot, voidedAt, time))) };
 }
 
 const asImportEvents = (events: ContractEvent[]) => events as unknown as ImportEvent[];
