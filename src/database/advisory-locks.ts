@@ -17,6 +17,8 @@ export const APP_LOCK_SPACE = 727_005;
 export const REBUILD_LOCK = 727_006;
 /** Session lock, one key: one Google voided-purchases poller over every instance (the digits of "GVOID"). */
 export const GOOGLE_VOIDED_POLL_LOCK = 7_186_073_968;
+/** Session lock, one key: one exchange-rate fetcher over every instance (FX_RATES_URL, docs/exchange-rates.md). */
+export const FX_RATES_FETCH_LOCK = 7_088_696_766;
 
 export const ADVISORY_LOCKS = {
   MIGRATION_LOCK,
@@ -26,4 +28,5 @@ export const ADVISORY_LOCKS = {
   APP_LOCK_SPACE,
   REBUILD_LOCK,
   GOOGLE_VOIDED_POLL_LOCK,
+  FX_RATES_FETCH_LOCK,
 } as const;

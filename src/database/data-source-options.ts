@@ -26,6 +26,7 @@ import { CustomerStatusDays1765900000000 } from './migrations/1765900000000-cust
 import { CustomerEndWeeks1766000000000 } from './migrations/1766000000000-customer-end-weeks.js';
 import { StatusAtRead1766100000000 } from './migrations/1766100000000-status-at-read.js';
 import { AccountTokens1766200000000 } from './migrations/1766200000000-account-tokens.js';
+import { Revenue1766300000000 } from './migrations/1766300000000-revenue.js';
 
 export const MIGRATIONS = [
   ReadModels1763700000000,
@@ -54,6 +55,7 @@ export const MIGRATIONS = [
   CustomerEndWeeks1766000000000,
   StatusAtRead1766100000000,
   AccountTokens1766200000000,
+  Revenue1766300000000,
 ];
 
 /**

@@ -122,6 +122,9 @@ export class TransactionEntity {
   @Column({ name: 'is_expired', type: 'boolean', nullable: true }) isExpired: boolean | null;
   @Column({ name: 'grace_period_expiration_date', type: 'timestamptz', nullable: true }) gracePeriodExpirationDate: Date | null;
   @Column({ name: 'revocation_date', type: 'timestamptz', nullable: true }) revocationDate: Date | null;
+  /** The store's kind of revocation (REFUND_FULL, REFUND_PRORATED, FAMILY_REVOKE; docs/revenue.md) and the share refunded, 0 to 1, when the store says. */
+  @Column({ name: 'revocation_type', type: 'text', nullable: true }) revocationType: string | null;
+  @Column({ name: 'refunded_share', type: 'numeric', nullable: true }) refundedShare: string | null;
   @Column({ name: 'is_upgraded', type: 'boolean', nullable: true }) isUpgraded: boolean | null;
   /** isUpgraded and cancelationReason as the winning snapshot says; the shown ones add replacements (docs/api.md, rule 2). */
   @Column({ name: 'snapshot_is_upgraded', type: 'boolean', nullable: true }) snapshotIsUpgraded: boolean | null;

@@ -760,6 +760,129 @@ CREATE TABLE public.account_tokens (
         UNIQUE (app_id, username_hash)
       );
 
+-- Revenue1766300000000 up
+
+SET LOCAL statement_timeout = 0;
+
+UPDATE public.rebuilds SET status = 'aborted', finished_at = now(),
+             report = '{"reason": "read-model schema upgraded (migration Revenue1766300000000); start the rebuild again"}'
+      WHERE status = 'running';
+
+DROP SCHEMA IF EXISTS read_model_next CASCADE;
+
+DROP SCHEMA IF EXISTS read_model_verify CASCADE;
+
+CREATE TABLE public.fx_rates (
+        currency text    NOT NULL CHECK (currency ~ '^[A-Z]{3}$' AND currency <> 'EUR'),
+        day      date    NOT NULL,
+        per_eur  numeric NOT NULL CHECK (per_eur > 0),
+        PRIMARY KEY (currency, day)
+      );
+
+CREATE OR REPLACE FUNCTION public.usd_rates(from_day date, to_day date) RETURNS TABLE (day date, currency text, usd numeric)
+      LANGUAGE sql STABLE PARALLEL SAFE AS $$
+        WITH days AS (
+          SELECT d::date AS day, (SELECT max(r.day) FROM public.fx_rates r WHERE r.currency = 'USD' AND r.day <= d::date AND r.day > d::date - 14) AS quoted
+          FROM generate_series(from_day, to_day - 1, interval '1 day') d)
+        SELECT days.day, 'USD', 1::numeric FROM days
+        UNION ALL
+        SELECT days.day, 'EUR', u.per_eur FROM days JOIN public.fx_rates u ON u.currency = 'USD' AND u.day = days.quoted
+        UNION ALL
+        SELECT days.day, c.currency, u.per_eur / c.per_eur
+        FROM days JOIN public.fx_rates u ON u.currency = 'USD' AND u.day = days.quoted
+        JOIN public.fx_rates c ON c.day = days.quoted AND c.currency <> 'USD'
+      $$;
+
+CREATE OR REPLACE FUNCTION public.usd_rate(code text, on_day date) RETURNS numeric LANGUAGE sql STABLE PARALLEL SAFE AS $$
+        SELECT r.usd FROM public.usd_rates(on_day, on_day + 1) r WHERE r.currency = code
+      $$;
+
+CREATE OR REPLACE FUNCTION public.usd_amount(micros numeric, code text, charged_at timestamptz) RETURNS numeric LANGUAGE sql STABLE PARALLEL SAFE AS $$
+        SELECT round(micros / 1000000 * public.usd_rate(code, (charged_at AT TIME ZONE 'UTC')::date), 2)
+      $$;
+
+ALTER TABLE read_model.transactions ADD COLUMN revocation_type text, ADD COLUMN refunded_share numeric;
+
+CREATE OR REPLACE FUNCTION public.stamp_transactions_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_ARGV[0] = 'live' THEN
+        IF TG_OP = 'UPDATE' AND (NEW.receipt_id, NEW.purchase_id, NEW.product_id, NEW.platform, NEW.sandbox, NEW.purchase_date, NEW.last_renewal_date, NEW.renewal_date, NEW.expiration_date, NEW.renewal_intent, NEW.renewal_intent_change_date, NEW.cancelation_reason, NEW.is_pending, NEW.is_acknowledged, NEW.is_consumed, NEW.is_billing_retry_period, NEW.is_trial_period, NEW.is_intro_period, NEW.is_expired, NEW.grace_period_expiration_date, NEW.revocation_date, NEW.is_upgraded, NEW.price_consent_status, NEW.discount_id, NEW.quantity, NEW.amount_usd, NEW.amount_micros, NEW.currency, NEW.offer_type, NEW.offer_discount_type, NEW.offer_period, NEW.ownership_type, NEW.revocation_type, NEW.refunded_share) IS NOT DISTINCT FROM (OLD.receipt_id, OLD.purchase_id, OLD.product_id, OLD.platform, OLD.sandbox, OLD.purchase_date, OLD.last_renewal_date, OLD.renewal_date, OLD.expiration_date, OLD.renewal_intent, OLD.renewal_intent_change_date, OLD.cancelation_reason, OLD.is_pending, OLD.is_acknowledged, OLD.is_consumed, OLD.is_billing_retry_period, OLD.is_trial_period, OLD.is_intro_period, OLD.is_expired, OLD.grace_period_expiration_date, OLD.revocation_date, OLD.is_upgraded, OLD.price_consent_status, OLD.discount_id, OLD.quantity, OLD.amount_usd, OLD.amount_micros, OLD.currency, OLD.offer_type, OLD.offer_discount_type, OLD.offer_period, OLD.ownership_type, OLD.revocation_type, OLD.refunded_share) THEN
+          RETURN NEW;
+        END IF;
+        NEW.change_position := pg_current_xact_id()::text::bigint;
+      ELSIF TG_ARGV[0] = 'generation' THEN
+        NEW.change_position := (
+          SELECT l.change_position FROM read_model.transactions l
+          WHERE l.app_id = NEW.app_id AND l.transaction_id = NEW.transaction_id AND (l.receipt_id, l.purchase_id, l.product_id, l.platform, l.sandbox, l.purchase_date, l.last_renewal_date, l.renewal_date, l.expiration_date, l.renewal_intent, l.renewal_intent_change_date, l.cancelation_reason, l.is_pending, l.is_acknowledged, l.is_consumed, l.is_billing_retry_period, l.is_trial_period, l.is_intro_period, l.is_expired, l.grace_period_expiration_date, l.revocation_date, l.is_upgraded, l.price_consent_status, l.discount_id, l.quantity, l.amount_usd, l.amount_micros, l.currency, l.offer_type, l.offer_discount_type, l.offer_period, l.ownership_type, l.revocation_type, l.refunded_share) IS NOT DISTINCT FROM (NEW.receipt_id, NEW.purchase_id, NEW.product_id, NEW.platform, NEW.sandbox, NEW.purchase_date, NEW.last_renewal_date, NEW.renewal_date, NEW.expiration_date, NEW.renewal_intent, NEW.renewal_intent_change_date, NEW.cancelation_reason, NEW.is_pending, NEW.is_acknowledged, NEW.is_consumed, NEW.is_billing_retry_period, NEW.is_trial_period, NEW.is_intro_period, NEW.is_expired, NEW.grace_period_expiration_date, NEW.revocation_date, NEW.is_upgraded, NEW.price_consent_status, NEW.discount_id, NEW.quantity, NEW.amount_usd, NEW.amount_micros, NEW.currency, NEW.offer_type, NEW.offer_discount_type, NEW.offer_period, NEW.ownership_type, NEW.revocation_type, NEW.refunded_share));
+      ELSE
+        NEW.change_position := NULL;
+      END IF;
+      RETURN NEW;
+    END $$;
+
+CREATE TABLE read_model.revenue_day_sums (
+        app_id           text    NOT NULL,
+        day              date    NOT NULL,
+        platform         text    NOT NULL,
+        product_id       text    NOT NULL,
+        currency         text    NOT NULL,
+        after_first_year boolean NOT NULL,
+        n                bigint  NOT NULL,
+        unpriced         bigint  NOT NULL,
+        gross_micros     numeric NOT NULL,
+        refunded_micros  numeric NOT NULL,
+        gross_usd        numeric NOT NULL,
+        refunded_usd     numeric NOT NULL,
+        PRIMARY KEY (app_id, day, platform, product_id, currency, after_first_year)
+      );
+
+INSERT INTO read_model.revenue_day_sums
+      SELECT app_id, day, platform, product_id, currency, after_first_year, sum(n), sum(unpriced),
+             sum(gross_micros), sum(gross_micros * refund_share), sum(gross_usd), sum(gross_usd * refund_share)
+      FROM (
+  SELECT t.app_id, (coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) AT TIME ZONE 'UTC')::date AS day, t.platform, t.product_id,
+         CASE WHEN t.amount_usd IS NULL AND t.amount_micros IS NOT NULL AND t.currency IS NOT NULL THEN t.currency ELSE '' END AS currency,
+         (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date) >= t.purchase_date + interval '1 year') AS after_first_year,
+         1 AS n,
+         CASE WHEN t.amount_usd IS NULL AND (t.amount_micros IS NULL OR t.currency IS NULL) THEN 1 ELSE 0 END AS unpriced,
+         CASE WHEN t.amount_usd IS NULL AND t.currency IS NOT NULL THEN coalesce(t.amount_micros, 0) ELSE 0 END AS gross_micros,
+         coalesce(t.amount_usd, 0) AS gross_usd,
+         CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+              ELSE coalesce(t.refunded_share, 1) END AS refund_share
+  FROM read_model.transactions t
+  WHERE t.sandbox IS NOT TRUE AND t.is_pending IS NOT TRUE AND t.ownership_type IS DISTINCT FROM 'FAMILY_SHARED') c GROUP BY 1, 2, 3, 4, 5, 6;
+
+-- Revenue1766300000000 down
+
+DROP TABLE read_model.revenue_day_sums;
+
+CREATE OR REPLACE FUNCTION public.stamp_transactions_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_ARGV[0] = 'live' THEN
+        IF TG_OP = 'UPDATE' AND (NEW.receipt_id, NEW.purchase_id, NEW.product_id, NEW.platform, NEW.sandbox, NEW.purchase_date, NEW.last_renewal_date, NEW.renewal_date, NEW.expiration_date, NEW.renewal_intent, NEW.renewal_intent_change_date, NEW.cancelation_reason, NEW.is_pending, NEW.is_acknowledged, NEW.is_consumed, NEW.is_billing_retry_period, NEW.is_trial_period, NEW.is_intro_period, NEW.is_expired, NEW.grace_period_expiration_date, NEW.revocation_date, NEW.is_upgraded, NEW.price_consent_status, NEW.discount_id, NEW.quantity, NEW.amount_usd, NEW.amount_micros, NEW.currency, NEW.offer_type, NEW.offer_discount_type, NEW.offer_period, NEW.ownership_type) IS NOT DISTINCT FROM (OLD.receipt_id, OLD.purchase_id, OLD.product_id, OLD.platform, OLD.sandbox, OLD.purchase_date, OLD.last_renewal_date, OLD.renewal_date, OLD.expiration_date, OLD.renewal_intent, OLD.renewal_intent_change_date, OLD.cancelation_reason, OLD.is_pending, OLD.is_acknowledged, OLD.is_consumed, OLD.is_billing_retry_period, OLD.is_trial_period, OLD.is_intro_period, OLD.is_expired, OLD.grace_period_expiration_date, OLD.revocation_date, OLD.is_upgraded, OLD.price_consent_status, OLD.discount_id, OLD.quantity, OLD.amount_usd, OLD.amount_micros, OLD.currency, OLD.offer_type, OLD.offer_discount_type, OLD.offer_period, OLD.ownership_type) THEN
+          RETURN NEW;
+        END IF;
+        NEW.change_position := pg_current_xact_id()::text::bigint;
+      ELSIF TG_ARGV[0] = 'generation' THEN
+        NEW.change_position := (
+          SELECT l.change_position FROM read_model.transactions l
+          WHERE l.app_id = NEW.app_id AND l.transaction_id = NEW.transaction_id AND (l.receipt_id, l.purchase_id, l.product_id, l.platform, l.sandbox, l.purchase_date, l.last_renewal_date, l.renewal_date, l.expiration_date, l.renewal_intent, l.renewal_intent_change_date, l.cancelation_reason, l.is_pending, l.is_acknowledged, l.is_consumed, l.is_billing_retry_period, l.is_trial_period, l.is_intro_period, l.is_expired, l.grace_period_expiration_date, l.revocation_date, l.is_upgraded, l.price_consent_status, l.discount_id, l.quantity, l.amount_usd, l.amount_micros, l.currency, l.offer_type, l.offer_discount_type, l.offer_period, l.ownership_type) IS NOT DISTINCT FROM (NEW.receipt_id, NEW.purchase_id, NEW.product_id, NEW.platform, NEW.sandbox, NEW.purchase_date, NEW.last_renewal_date, NEW.renewal_date, NEW.expiration_date, NEW.renewal_intent, NEW.renewal_intent_change_date, NEW.cancelation_reason, NEW.is_pending, NEW.is_acknowledged, NEW.is_consumed, NEW.is_billing_retry_period, NEW.is_trial_period, NEW.is_intro_period, NEW.is_expired, NEW.grace_period_expiration_date, NEW.revocation_date, NEW.is_upgraded, NEW.price_consent_status, NEW.discount_id, NEW.quantity, NEW.amount_usd, NEW.amount_micros, NEW.currency, NEW.offer_type, NEW.offer_discount_type, NEW.offer_period, NEW.ownership_type));
+      ELSE
+        NEW.change_position := NULL;
+      END IF;
+      RETURN NEW;
+    END $$;
+
+ALTER TABLE read_model.transactions DROP COLUMN revocation_type, DROP COLUMN refunded_share;
+
+DROP FUNCTION public.usd_amount(numeric, text, timestamptz);
+
+DROP FUNCTION public.usd_rate(text, date);
+
+DROP FUNCTION public.usd_rates(date, date);
+
+DROP TABLE public.fx_rates;
+
 -- AccountTokens1766200000000 down
 
 DROP TABLE public.account_tokens;
