@@ -5,7 +5,14 @@ import { createHash } from 'node:crypto';
 import type { ContractEvent } from '../../store-notifications/apple/apple-to-events.js';
 import type { StoredTransaction } from '../../store-notifications/stored-transaction.js';
 import type { GooglePlayApi } from '../../store-notifications/google/google-play.js';
-import { googleProductEvents, googleReplacedEvents, googleSubscriptionEvents, googleVoidedEvents } from '../../store-notifications/google/google-to-events.js';
+import {
+  googleProductEvents,
+  googleReplacedEvents,
+  googleSubscriptionEvents,
+  googleVoidedEvents,
+  googleVoidRefund,
+  revokedWhole,
+} from '../../store-notifications/google/google-to-events.js';
 import { ImportFatalError, LineError, StoreRetryableError } from '../import-errors.js';
 import type { ImportEvent, LineResult } from '../import-runner.js';
 import { parseRetryAfter } from '../store-retry.js';
@@ -178,18 +185,21 @@ export type StoredOrder = StoredTransaction;
  * purchase state does not show a refund, so the revocation must follow the snapshot to count).
  * Its id names the order and the void, so a poll or import that sees it again publishes nothing
  * new. Google's list names only the order: one the read models do not hold is skipped (import its
- * purchase token first).
+ * purchase token first). A quantity-based partial refund (voidedQuantity) revokes the order with the
+ * share of its units refunded so far (googleVoidRefund); a later void of the same order adds to it.
  */
 export function googleVoidedImportEvents(appId: string, v: androidpublisher_v3.Schema$VoidedPurchase, stored: StoredOrder | undefined): LineResult {
   if (!v.orderId) return { skip: 'the voided purchase carries no orderId' };
   const ms = /^\d{1,16}$/.test(v.voidedTimeMillis ?? '') ? Number(v.voidedTimeMillis) : NaN;
   if (!Number.isFinite(ms)) return { skip: `order ${v.orderId}: voidedTimeMillis is not epoch milliseconds` };
   if (!stored) return { skip: `order ${v.orderId} is not in the read models: nothing to revoke (import its purchase token with \`import google\` first)` };
-  if (stored.snapshot.revocationDate) return { skip: `order ${v.orderId} is revoked already (${String(stored.snapshot.revocationDate)})` };
+  if (revokedWhole(stored.snapshot)) return { skip: `order ${v.orderId} is revoked already (${String(stored.snapshot.revocationDate)})` };
+  const refund = googleVoidRefund(v.voidedQuantity, stored.snapshot);
+  if ('skip' in refund) return { skip: `order ${v.orderId}: ${refund.skip}` };
   const voidedAt = new Date(ms);
   const time = new Date(Math.max(ms, stored.versionTime.getTime() + 1));
   const messageId = `google-voided:${createHash('sha256').update(`${v.orderId}\n${v.voidedTimeMillis}`).digest('base64url').slice(0, 32)}`;
-  return { events: asImportEvents(mapped(() => googleVoidedEvents(appId, messageId, stored.snapshot, voidedAt, time))) };
+  return { events: asImportEvents(mapped(() => googleVoidedEvents(appId, messageId, stored.snapshot, voidedAt, time, refund))) };
 }
 
 const asImportEvents = (events: ContractEvent[]) => events as unknown as ImportEvent[];

@@ -180,3 +180,72 @@ describe('appleToEvents: offers and ownership', () => {
     expect(appleToEvents('app', notification(type, subtype), yearly, undefined)).toEqual([]);
   });
 });
+
+// Partial refunds, as App Store Server API 1.19 and app-store-server-library-node model them
+// (models/RevocationType.ts; tests/resources/models/signedTransactionWithRevocation.json:
+// "revocationType": "REFUND_PRORATED", "revocationPercentage": 50000). Apple's docs
+// (appstoreservernotifications/revocationpercentage): "the percentage, in milliunits", 67.932% is
+// 67932, 100% is 100000; it "doesn't appear if the refund is reversed".
+describe('appleToEvents: partial refunds', () => {
+  const decoded = (type: string, t: AppleTransaction) => {
+    const [event] = appleToEvents('app', notification(type), t, undefined);
+    const d = decodeEvent(JSON.stringify(event), { receivedAt: ms('2026-06-01T00:00:03Z') });
+    if (!d.ok || d.event.type !== 'transaction.updated') throw new Error(d.ok ? 'not a transaction.updated' : d.reason);
+    return d.event.data;
+  };
+  const refunded = { ...yearly, revocationDate: ms('2026-05-31T12:00:00Z'), revocationReason: 0 };
+
+  it('given REFUND with REFUND_PRORATED and revocationPercentage 50000, then revocationType REFUND_PRORATED and refundedShare 0.5, access ended', () => {
+    expect(decoded('REFUND', { ...refunded, revocationType: 'REFUND_PRORATED', revocationPercentage: 50000 })).toMatchObject({
+      revocationDate: '2026-05-31T12:00:00.000000Z',
+      revocationType: 'REFUND_PRORATED',
+      refundedShare: 0.5,
+      isExpired: true,
+      cancelationReason: 'Customer',
+    });
+  });
+
+  it.each([
+    [67932, 0.67932],
+    [15, 0.00015],
+    [100000, 1],
+    [0, 0],
+  ])('given revocationPercentage %i (milliunits), then refundedShare %d', (revocationPercentage, share) => {
+    expect(decoded('REFUND', { ...refunded, revocationType: 'REFUND_PRORATED', revocationPercentage })).toMatchObject({ refundedShare: share });
+  });
+
+  it('given REFUND with REFUND_FULL and no percentage, then revocationType REFUND_FULL and no refundedShare (all of it)', () => {
+    const data = decoded('REFUND', { ...refunded, revocationType: 'REFUND_FULL' });
+    expect(data).toMatchObject({ revocationType: 'REFUND_FULL', revocationDate: '2026-05-31T12:00:00.000000Z' });
+    expect(data).not.toHaveProperty('refundedShare');
+  });
+
+  it('given REVOKE with FAMILY_REVOKE, then revocationType FAMILY_REVOKE on the family member’s transaction', () => {
+    const member = { ...refunded, transactionId: '2000000001', originalTransactionId: '2000000001', inAppOwnershipType: 'FAMILY_SHARED' };
+    expect(decoded('REVOKE', { ...member, revocationType: 'FAMILY_REVOKE' })).toMatchObject({
+      ownershipType: 'FAMILY_SHARED',
+      revocationType: 'FAMILY_REVOKE',
+      isExpired: true,
+    });
+  });
+
+  it.each([[100001], [-1], [12.5]])(
+    'given revocationPercentage %d (no percentage in milliunits), then no refundedShare; the revocation and its type stay',
+    (revocationPercentage) => {
+      const data = decoded('REFUND', { ...refunded, revocationType: 'REFUND_PRORATED', revocationPercentage });
+      expect(data).toMatchObject({ revocationType: 'REFUND_PRORATED', revocationDate: '2026-05-31T12:00:00.000000Z', isExpired: true });
+      expect(data).not.toHaveProperty('refundedShare');
+    },
+  );
+
+  it('given REFUND_REVERSED (the transaction without revocationDate), then neither revocationType nor refundedShare, even if Apple left them', () => {
+    const data = decoded('REFUND_REVERSED', { ...yearly, revocationType: 'REFUND_PRORATED', revocationPercentage: 50000 });
+    for (const field of ['revocationDate', 'revocationType', 'refundedShare', 'isExpired']) expect(data).not.toHaveProperty(field);
+  });
+
+  it('given a revocationType that is no upper-case word, then it is left out and the refund still ends access', () => {
+    const data = decoded('REFUND', { ...refunded, revocationType: 'refund prorated'.repeat(10), revocationPercentage: 25000 });
+    expect(data).toMatchObject({ refundedShare: 0.25, isExpired: true });
+    expect(data).not.toHaveProperty('revocationType');
+  });
+});

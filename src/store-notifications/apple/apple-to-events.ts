@@ -23,6 +23,10 @@ export type AppleTransaction = {
   appAccountToken?: string;
   revocationDate?: number;
   revocationReason?: number;
+  /** REFUND_FULL, REFUND_PRORATED or FAMILY_REVOKE (App Store Server API 1.19). */
+  revocationType?: string;
+  /** The share refunded or revoked, in milliunits of a percent: 50000 is 50% (API 1.19). */
+  revocationPercentage?: number;
   isUpgraded?: boolean;
   offerType?: number;
   offerIdentifier?: string;
@@ -74,6 +78,16 @@ export const APPLE_OFFER_TYPE: Record<number, string> = { 1: 'INTRODUCTORY', 2: 
 const appleWord = (v: string | undefined) => (v !== undefined && /^[A-Z][A-Z0-9_]{0,63}$/.test(v) ? v : undefined);
 const isoDuration = (v: string | undefined) => (v !== undefined && /^P[0-9YMWDTHS.]{2,63}$/.test(v) ? v : undefined);
 
+/** revocationPercentage's 100%: Apple counts the percentage in milliunits (67.932% is 67932). */
+const WHOLE_PERCENTAGE = 100_000;
+/**
+ * The share refunded, 0 to 1, from Apple's revocationPercentage. A value that is no percentage (not
+ * an integer from 0 to 100000) is Apple's mistake, not a reason to refuse the notification: the
+ * share is left out, the revocation and its type still pass.
+ */
+export const appleRefundedShare = (percentage: number | undefined) =>
+  percentage !== undefined && Number.isInteger(percentage) && percentage >= 0 && percentage <= WHOLE_PERCENTAGE ? percentage / WHOLE_PERCENTAGE : undefined;
+
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
 const dropUndefined = <T extends Record<string, unknown>>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
@@ -102,6 +116,9 @@ export function appleToEvents(appId: string, n: AppleNotification, t: AppleTrans
   const ended = type === 'EXPIRED' || type === 'GRACE_PERIOD_EXPIRED';
   const upgraded = t.isUpgraded === true;
   const trial = t.offerDiscountType === 'FREE_TRIAL';
+  // A refund's kind and share describe its revocation: without a revocationDate (REFUND_REVERSED
+  // sends the transaction without one) there is nothing they could describe.
+  const revoked = t.revocationDate !== undefined;
   const data = dropUndefined({
     transactionId: `apple:${t.transactionId}`,
     purchaseId: `apple:${original}`,
@@ -123,6 +140,8 @@ export function appleToEvents(appId: string, n: AppleNotification, t: AppleTrans
     isIntroPeriod: t.offerType !== undefined ? t.offerType === 1 && !trial : undefined,
     isExpired: ended || t.revocationDate !== undefined ? true : undefined,
     revocationDate: iso(t.revocationDate),
+    revocationType: revoked ? appleWord(t.revocationType) : undefined,
+    refundedShare: revoked ? appleRefundedShare(t.revocationPercentage) : undefined,
     isUpgraded: upgraded ? true : undefined,
     priceConsentStatus: r?.priceIncreaseStatus !== undefined ? PRICE_CONSENT[r.priceIncreaseStatus] : undefined,
     discountId: t.offerIdentifier,

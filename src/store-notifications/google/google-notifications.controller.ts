@@ -146,7 +146,7 @@ export class GoogleNotificationsController {
       if (purchase) events = mapDates(() => googleProductEvents(appId, id, purchaseToken, sku, purchase, new Date()));
     } else if (n.voidedPurchaseNotification?.orderId && !voidedRevokesOrder(n.voidedPurchaseNotification)) {
       this.logger.log({
-        msg: 'partial (quantity-based) refund: the rest of the order stays paid for, nothing revoked',
+        msg: 'partial (quantity-based) refund: the notification does not say how many units; voidedpurchases.list records it',
         appId,
         orderId: n.voidedPurchaseNotification.orderId,
       });
@@ -154,7 +154,7 @@ export class GoogleNotificationsController {
       const stored = await storedTransaction(this.db, appId, `google:${n.voidedPurchaseNotification.orderId}`);
       const voidedAt = eventTime ?? new Date();
       if (stored) {
-        events = mapDates(() => googleVoidedEvents(appId, id, stored.snapshot, voidedAt, new Date()));
+        events = mapDates(() => googleVoidedEvents(appId, id, stored.snapshot, voidedAt, new Date(), { revocationType: 'REFUND_FULL' }));
       } else
         this.logger.warn({
           msg: 'voided purchase of an order the read models do not hold: nothing to revoke',

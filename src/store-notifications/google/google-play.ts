@@ -32,7 +32,11 @@ export class GooglePlayApi {
     return (await this.api.purchases.products.get({ packageName, productId, token })).data;
   }
 
-  /** One page of voidedpurchases.list (type 1: subscriptions too); imports and the refund poller read it. Google ignores startTime beside a page token. */
+  /**
+   * One page of voidedpurchases.list (type 1: subscriptions too; quantity-based partial refunds too,
+   * with their voidedQuantity); imports and the refund poller read it. Google ignores startTime
+   * beside a page token.
+   */
   async voidedPurchases(
     packageName: string,
     page: { startTime?: number; token?: string; maxResults?: number },
@@ -40,6 +44,7 @@ export class GooglePlayApi {
     const params = {
       packageName,
       type: 1,
+      includeQuantityBasedPartialRefund: true,
       maxResults: page.maxResults,
       ...(page.token ? { token: page.token } : { startTime: page.startTime === undefined ? undefined : String(page.startTime) }),
     };

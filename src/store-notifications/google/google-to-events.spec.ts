@@ -1,7 +1,7 @@
 import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
 import { decodeEvent } from '../../events/decode-event.js';
 import { projectEvents } from '../../projection/project-events.js';
-import { googleSubscriptionEvents } from './google-to-events.js';
+import { googleSubscriptionEvents, googleVoidedEvents, googleVoidRefund } from './google-to-events.js';
 
 // given / when / then over the Google mapping, through the event contract (decodeEvent) and the
 // pure projection (projectEvents), to where each order is filed.
@@ -74,5 +74,84 @@ describe('googleSubscriptionEvents: order numbers', () => {
     const rows = projectEvents([later, firstRenewal]).transactions;
     expect(rows).toHaveLength(1);
     expect(rows[0].occurred_at.slice(0, 10)).toBe('2026-02-10');
+  });
+});
+
+// Voids and partial refunds. voidedpurchases.list (androidpublisher v3 reference, Schema$VoidedPurchase)
+// returns, with includeQuantityBasedPartialRefund, "voidedQuantity: the voided quantity as the result
+// of a quantity-based partial refund"; ProductPurchase.quantity: "if not present, the quantity is 1".
+// The stored order is a one-time product row as the read models hold it (storedTransaction).
+describe('googleVoidRefund / googleVoidedEvents: partial refunds', () => {
+  const coins = {
+    transactionId: 'google:GPA.3333-2222-0000-00001',
+    purchaseId: 'google:GPA.3333-2222-0000-00001',
+    productId: 'google:coins_500',
+    platform: 'google',
+    receiptId: 'google:tok-coins',
+    sandbox: false,
+    purchaseDate: '2026-05-20T10:00:00.000Z',
+    isAcknowledged: true,
+    isConsumed: true,
+    quantity: 3,
+  };
+
+  it('given no voidedQuantity (a whole void), then REFUND_FULL without a share', () => {
+    expect(googleVoidRefund(undefined, coins)).toEqual({ revocationType: 'REFUND_FULL' });
+    expect(googleVoidRefund(null, coins)).toEqual({ revocationType: 'REFUND_FULL' });
+  });
+
+  it('given 1 of 3 units voided, then REFUND_PRORATED with refundedShare 1/3', () => {
+    expect(googleVoidRefund(1, coins)).toEqual({ revocationType: 'REFUND_PRORATED', refundedShare: 1 / 3 });
+  });
+
+  it('given 2 of 4 units voided, then refundedShare 0.5', () => {
+    expect(googleVoidRefund(2, { ...coins, quantity: 4 })).toEqual({ revocationType: 'REFUND_PRORATED', refundedShare: 0.5 });
+  });
+
+  it('given an order already refunded 1 of 3 units, when 1 more is voided, then 2 of 3 are refunded; when the last one is, REFUND_FULL', () => {
+    const once = { ...coins, revocationDate: '2026-05-21T00:00:00.000Z', revocationType: 'REFUND_PRORATED', refundedShare: 1 / 3 };
+    expect(googleVoidRefund(1, once)).toEqual({ revocationType: 'REFUND_PRORATED', refundedShare: 2 / 3 });
+    expect(googleVoidRefund(1, { ...once, refundedShare: 2 / 3 })).toEqual({ revocationType: 'REFUND_FULL' });
+  });
+
+  it('given every unit voided at once, or more, then REFUND_FULL', () => {
+    expect(googleVoidRefund(3, coins)).toEqual({ revocationType: 'REFUND_FULL' });
+    expect(googleVoidRefund(5, coins)).toEqual({ revocationType: 'REFUND_FULL' });
+  });
+
+  it('given a stored order without quantity (bought once), then any void refunds all of it', () => {
+    const { quantity: _, ...once } = coins;
+    expect(googleVoidRefund(1, once)).toEqual({ revocationType: 'REFUND_FULL' });
+  });
+
+  it.each([[0], [-1], [1.5]])('given voidedQuantity %d (no count of units), then it is skipped with the reason', (voidedQuantity) => {
+    expect(googleVoidRefund(voidedQuantity, coins)).toEqual({ skip: `voidedQuantity ${voidedQuantity} is not a count of units` });
+  });
+
+  const decoded = (stored: Record<string, unknown>, refund: Parameters<typeof googleVoidedEvents>[5]) => {
+    const [event] = googleVoidedEvents('app', 'google-voided:x', stored, new Date('2026-05-22T08:00:00Z'), new Date('2026-05-22T08:05:00Z'), refund);
+    const d = decodeEvent(JSON.stringify(event), { receivedAt: Date.parse('2026-05-22T08:05:01Z') });
+    if (!d.ok || d.event.type !== 'transaction.updated') throw new Error(d.ok ? 'not a transaction.updated' : d.reason);
+    return d.event.data;
+  };
+
+  it('when a partial refund is published, then the stored order, revoked then, with REFUND_PRORATED and its share (the contract accepts it)', () => {
+    expect(decoded(coins, { revocationType: 'REFUND_PRORATED', refundedShare: 1 / 3 })).toMatchObject({
+      transactionId: 'google:GPA.3333-2222-0000-00001',
+      productId: 'google:coins_500',
+      quantity: 3,
+      revocationDate: '2026-05-22T08:00:00.000000Z',
+      isExpired: true,
+      cancelationReason: 'Customer',
+      revocationType: 'REFUND_PRORATED',
+      refundedShare: 1 / 3,
+    });
+  });
+
+  it('when a whole void follows a partial refund, then REFUND_FULL and the earlier share is gone (all of it)', () => {
+    const once = { ...coins, revocationDate: '2026-05-21T00:00:00.000Z', revocationType: 'REFUND_PRORATED', refundedShare: 1 / 3 };
+    const data = decoded(once, { revocationType: 'REFUND_FULL' });
+    expect(data).toMatchObject({ revocationType: 'REFUND_FULL', revocationDate: '2026-05-22T08:00:00.000000Z' });
+    expect(data).not.toHaveProperty('refundedShare');
   });
 });

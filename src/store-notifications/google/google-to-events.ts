@@ -147,20 +147,59 @@ export const GOOGLE_REFUND_FULL = 1;
 export const GOOGLE_REFUND_QUANTITY_BASED_PARTIAL = 2;
 
 /**
- * Whether a voided purchase ends the order's access. A quantity-based partial refund (refundType 2,
- * one-time products bought in several units) leaves the rest of the order paid for: nothing is
- * revoked and the notification is acknowledged. A missing refundType is read as a whole refund
+ * Whether a voided purchase notification revokes the order. A quantity-based partial refund
+ * (refundType 2, one-time products bought in several units) does not say how many units: the
+ * notification is acknowledged, and voidedpurchases.list (the poller, `import google-voided`)
+ * records it with its voidedQuantity. A missing refundType is read as a whole refund
  * (notifications sent before Google added the field were always whole).
  */
 export const voidedRevokesOrder = (v: NonNullable<DeveloperNotification['voidedPurchaseNotification']>) =>
   v.refundType !== GOOGLE_REFUND_QUANTITY_BASED_PARTIAL;
 
+/** What a void gave back of an order, in the contract's words (Apple's revocationType values). */
+export type GoogleRefund = { revocationType: 'REFUND_FULL' | 'REFUND_PRORATED'; refundedShare?: number };
+
+const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n) && n >= 1;
+
+/**
+ * What one void refunds of the order the read models hold. Without voidedQuantity the whole order
+ * (REFUND_FULL). With one (voidedpurchases.list, quantity-based partial refunds of a one-time
+ * product bought in several units): the units refunded so far, those of earlier partial refunds of
+ * the order included, over the quantity bought (REFUND_PRORATED), or REFUND_FULL once that is all
+ * of them. A stored order without quantity was bought once ("if not present, the quantity is 1",
+ * ProductPurchase.quantity): any void refunds all of it.
+ */
+export function googleVoidRefund(voidedQuantity: number | null | undefined, stored: Record<string, unknown>): GoogleRefund | { skip: string } {
+  if (voidedQuantity === undefined || voidedQuantity === null) return { revocationType: 'REFUND_FULL' };
+  if (!isCount(voidedQuantity)) return { skip: `voidedQuantity ${JSON.stringify(voidedQuantity)} is not a count of units` };
+  const quantity = isCount(stored.quantity) ? stored.quantity : 1;
+  const before = stored.revocationType === 'REFUND_PRORATED' && typeof stored.refundedShare === 'number' ? Math.round(stored.refundedShare * quantity) : 0;
+  const units = before + voidedQuantity;
+  return units >= quantity ? { revocationType: 'REFUND_FULL' } : { revocationType: 'REFUND_PRORATED', refundedShare: units / quantity };
+}
+
+/**
+ * An order the read models show wholly revoked: a further void has nothing left to refund. One
+ * revoked by a partial refund (REFUND_PRORATED) may have more of its units refunded later.
+ */
+export const revokedWhole = (stored: Record<string, unknown>) => Boolean(stored.revocationDate) && stored.revocationType !== 'REFUND_PRORATED';
+
 /**
  * A voided purchase (refund or chargeback): the stored transaction of that order, revoked at the
- * notification's time. Google's notification names only the order, so the rest of the row comes
- * from what the read models already hold (the snapshot must be whole: the newest one wins).
+ * notification's time, with what the void gave back. Google's notification names only the order,
+ * so the rest of the row comes from what the read models already hold (the snapshot must be
+ * whole: the newest one wins).
  */
-export function googleVoidedEvents(appId: string, messageId: string, stored: Record<string, unknown>, voidedAt: Date, fetchedAt: Date): ContractEvent[] {
-  const data = revokedSnapshot(stored, voidedAt);
+export function googleVoidedEvents(
+  appId: string,
+  messageId: string,
+  stored: Record<string, unknown>,
+  voidedAt: Date,
+  fetchedAt: Date,
+  refund: GoogleRefund,
+): ContractEvent[] {
+  // The stored share was an earlier partial refund's: this void's replaces it (absent: all of it).
+  const { refundedShare: _earlier, ...revoked } = revokedSnapshot(stored, voidedAt);
+  const data = { ...revoked, ...refund } as ContractEvent['data'];
   return [event(`${messageId}:voided`, appId, fetchedAt, 'transaction.updated', data)];
 }
