@@ -14,9 +14,11 @@ import { HealthModule } from './health/health.module.js';
 import { IngestionModule } from './ingestion/ingestion.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { TransactionsModule } from './transactions/transactions.module.js';
+import { RevenueModule } from './revenue/revenue.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { StoreNotificationsModule } from './store-notifications/store-notifications.module.js';
 import { PurchasesModule } from './purchases/purchases.module.js';
+import { FxModule } from './fx/fx.module.js';
 
 export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports']; clock?: Clock };
 
@@ -34,12 +36,14 @@ export class AppModule {
         AuthModule,
         CustomersModule,
         TransactionsModule,
+        RevenueModule,
         MetricsModule,
         IngestionModule.forRoot(config),
         HealthModule,
         WebhooksModule,
         StoreNotificationsModule,
         PurchasesModule,
+        FxModule,
         ...extraImports,
       ],
       providers: [

@@ -38,6 +38,8 @@ export const VISIBLE_COLUMNS = {
     'offer_discount_type',
     'offer_period',
     'ownership_type',
+    'revocation_type',
+    'refunded_share',
   ],
 } as const;
 export type FeedTable = keyof typeof VISIBLE_COLUMNS;

@@ -41,19 +41,22 @@ WITH mark AS MATERIALIZED (SELECT (CASE WHEN pg_is_in_recovery() THEN pg_snapsho
          AND d.change_position >= $5::bigint AND d.change_position < (SELECT hw FROM mark) AND $5::bigint <= (SELECT hw FROM mark)
        ORDER BY d.change_position, d.row_key LIMIT $4)
       ORDER BY 1, 2, 3 NULLS FIRST LIMIT $4)
-    SELECT p.pos::text AS "changePosition", p.k AS "changeKey", CASE WHEN t.transaction_id IS NULL THEN p.deleted_at END AS "changeDeletedAt", transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType"
+    SELECT p.pos::text AS "changePosition", p.k AS "changeKey", CASE WHEN t.transaction_id IS NULL THEN p.deleted_at END AS "changeDeletedAt", t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
+  CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
     FROM picked p LEFT JOIN read_model.transactions t ON t.app_id = $1 AND t.transaction_id = p.k AND (p.deleted_at IS NULL OR t.change_position < p.pos)
     ORDER BY p.pos, p.k, p.deleted_at NULLS FIRST;

@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { customerSummarySchema } from '../customers/customer.schema.js';
 import { transactionSchema } from '../transactions/transaction.schema.js';
+import { revenueReportSchema } from '../revenue/revenue-report/revenue-report.schema.js';
 import { webhookPayloads } from '../webhooks/webhook-payloads.schema.js';
 import { problemSchema } from './api-problem-responses.js';
 import { PACKAGE_VERSION } from './package-version.js';
@@ -27,6 +28,7 @@ export const COMPONENT_SCHEMAS = {
   Transaction: transactionSchema,
   Paging: pagingSchema,
   Problem: problemSchema,
+  RevenueReport: revenueReportSchema,
   // examples: answers to the example events (README, "Try it")
   CustomerPage: page('CustomerSummary', {
     rows: [

@@ -10,6 +10,8 @@ import { HttpEnv } from './env/http.env.js';
 import { ImportEnv } from './env/import.env.js';
 import { applicationIdProblem } from '../common/application-id.js';
 import { PurchasesEnv } from './env/purchases.env.js';
+import { RevenueEnv } from './env/revenue.env.js';
+import { commissionOf, type Commission } from '../revenue/commission.js';
 import { StripeEnv } from './env/stripe.env.js';
 import { IngestionEnv } from './env/ingestion.env.js';
 import { KafkaEnv } from './env/kafka.env.js';
@@ -18,6 +20,7 @@ import { AppleEnv } from './env/apple.env.js';
 import { GoogleEnv } from './env/google.env.js';
 import { WebhooksEnv } from './env/webhooks.env.js';
 import { AppEnv } from './env/app.env.js';
+import { FxEnv } from './env/fx.env.js';
 import { weakSecretReason } from './secret-strength.js';
 import { appleSettings, googleSettings, stripeSettings, type AppleSettings, type GoogleSettings, type StripeSettings } from './store-settings.js';
 
@@ -48,6 +51,8 @@ const ENVIRONMENT: readonly EnvSlice[] = [
   GoogleEnv,
   StripeEnv,
   PurchasesEnv,
+  RevenueEnv,
+  FxEnv,
 ];
 type Environment = AppEnv &
   HttpEnv &
@@ -64,7 +69,9 @@ type Environment = AppEnv &
   ImportEnv &
   GoogleEnv &
   StripeEnv &
-  PurchasesEnv;
+  PurchasesEnv &
+  RevenueEnv &
+  FxEnv;
 
 /**
  * The variables of each slice: its properties that carry a validation decorator (@IsOptional
@@ -110,6 +117,8 @@ const OWNED_PREFIXES = [
   'GOOGLE_',
   'METRICS_',
   'IMPORT_',
+  'FX_',
+  'STORE_',
 ];
 /**
  * Every variable loadConfig reads, from the slices' validation metadata; deploy/kubernetes is
@@ -201,9 +210,16 @@ export type AppConfig = Readonly<{
   /** IMPORT_CONCURRENCY: store requests `import` keeps in flight. */
   importConcurrency: number;
   purchases: Readonly<PurchaseSettings>;
+  /** FX_RATES_URL and FX_RATES_INTERVAL; unset: exchange rates come from `fx import` only (docs/exchange-rates.md). */
+  fxRates?: Readonly<FxRatesSettings>;
+  /** STORE_COMMISSION: each app's commission rates per store, for proceeds (docs/revenue.md). */
+  commission: Commission;
   /** Things worth saying at start-up that do not stop it (unknown variables of ours, by name). */
   warnings: readonly string[];
 }>;
+
+/** The scheduled fetch of the ECB's reference rates (docs/exchange-rates.md). */
+export type FxRatesSettings = { url: string; intervalMs: number };
 
 /** POST /v2/purchases (docs/purchases.md). */
 export type PurchaseSettings = {
@@ -257,6 +273,15 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     const wrong = applicationIdProblem(appId);
     if (wrong) problems.push(`PURCHASE_OWNERSHIP_BY_APP entry ${JSON.stringify(entry)}: the application id ${wrong}`);
     else ownershipByApp.set(appId, rule);
+  }
+  if (env.FX_RATES_URL) {
+    const source = new URL(env.FX_RATES_URL);
+    // As STRIPE_API_BASE_URL: rates decide every amountUSD, so they are not taken over a network that could alter them.
+    if (source.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(source.hostname))
+      problems.push(`FX_RATES_URL must use https unless it is a loopback address (rates fetched in clear could be altered on the way); got ${source.origin}`);
+    if (source.username || source.password) problems.push('FX_RATES_URL must not carry a user name or password');
+  } else if (raw.FX_RATES_INTERVAL !== undefined) {
+    problems.push('FX_RATES_INTERVAL needs FX_RATES_URL: the address it fetches');
   }
   const warnings = Object.keys(raw)
     .filter((name) => OWNED_PREFIXES.some((p) => name.startsWith(p)) && !KNOWN_VARIABLES.has(name))
@@ -312,6 +337,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     google,
     stripe,
     importConcurrency: env.IMPORT_CONCURRENCY,
+    commission: commissionOf(env.STORE_COMMISSION),
+    fxRates: env.FX_RATES_URL ? Object.freeze({ url: env.FX_RATES_URL, intervalMs: env.FX_RATES_INTERVAL }) : undefined,
     purchases: Object.freeze({ ownership: (appId: string) => ownershipByApp.get(appId) ?? env.PURCHASE_OWNERSHIP, waitMs: env.PURCHASE_WAIT }),
     webhooks: Object.freeze({
       deliveryEnabled: env.WEBHOOK_DELIVERY_ENABLED,

@@ -55,6 +55,12 @@ export const TRANSACTION_FIELDS = {
   isExpired: { type: 'boolean' },
   gracePeriodExpirationDate: { ...dateTime, description: 'While in billing retry: access continues until then' },
   revocationDate: { ...dateTime, description: 'Refunded or revoked at that time' },
+  revocationType: {
+    type: 'string',
+    maxLength: 64,
+    description: 'How it was revoked: REFUND_FULL, REFUND_PRORATED (a partial refund, with refundedShare) or FAMILY_REVOKE (shared access ended, no refund)',
+  },
+  refundedShare: { type: 'number', minimum: 0, maximum: 1, description: 'The share of the amount refunded, 0 to 1; absent with a revocation means all of it' },
   isUpgraded: { type: 'boolean', description: 'Replaced by another subscription (upgrade, downgrade, plan change)' },
   priceConsentStatus: { type: 'string', maxLength: 64 },
   discountId: { type: 'string', maxLength: 256 },

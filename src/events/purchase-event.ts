@@ -32,6 +32,10 @@ export type TransactionSnapshot = {
   isExpired?: boolean;
   gracePeriodExpirationDate?: string;
   revocationDate?: string;
+  /** REFUND_FULL, REFUND_PRORATED (a partial refund) or FAMILY_REVOKE, when the store says. */
+  revocationType?: string;
+  /** The share of the amount refunded, 0 to 1, when the store says (a partial refund). */
+  refundedShare?: number;
   isUpgraded?: boolean;
   priceConsentStatus?: string;
   discountId?: string;

@@ -26,7 +26,16 @@ SELECT t.app_id, t.transaction_id, t.receipt_id, t.version_id,
            to_char(t.version_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS version_time, to_char(t.first_event_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS first_event_at,
            to_char(t.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS occurred_at, to_char(t.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_renewal_date,
            to_char(t.renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS renewal_date, to_char(t.purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS purchase_date,
-           t.product_id AS cell_product_id, t.platform AS cell_platform, t.sandbox IS TRUE AS cell_sandbox
+           t.product_id AS cell_product_id, t.platform AS cell_platform, t.sandbox IS TRUE AS cell_sandbox,
+           (SELECT row_to_json(c)::text FROM (SELECT t.app_id, (coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) AT TIME ZONE 'UTC')::date AS day, t.platform, t.product_id,
+  CASE WHEN t.amount_usd IS NULL AND t.amount_micros IS NOT NULL AND t.currency IS NOT NULL THEN t.currency ELSE '' END AS currency,
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS after_first_year,
+  1 AS n,
+  CASE WHEN t.amount_usd IS NULL AND (t.amount_micros IS NULL OR t.currency IS NULL) THEN 1 ELSE 0 END AS unpriced,
+  CASE WHEN t.amount_usd IS NULL AND t.currency IS NOT NULL THEN coalesce(t.amount_micros, 0) ELSE 0 END::numeric AS gross_micros,
+  coalesce(t.amount_usd, 0)::numeric AS gross_usd,
+  (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) AS refund_share WHERE (t.sandbox IS NOT TRUE AND t.is_pending IS NOT TRUE AND t.ownership_type IS DISTINCT FROM 'FAMILY_SHARED')) c) AS revenue_cell
     FROM read_model.transactions t
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id
     ORDER BY t.app_id, t.transaction_id FOR UPDATE OF t;
@@ -39,7 +48,8 @@ SELECT t.app_id, t.transaction_id, t.receipt_id, t.purchase_id, t.product_id, t.
            t.is_pending, t.is_acknowledged, t.is_consumed, t.is_billing_retry_period, t.is_trial_period, t.is_intro_period,
            t.is_expired, to_char(t.grace_period_expiration_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS grace_period_expiration_date,
            to_char(t.revocation_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS revocation_date, t.snapshot_is_upgraded, t.price_consent_status, t.discount_id,
-           t.offer_type, t.offer_discount_type, t.offer_period, t.ownership_type, t.quantity, t.amount_usd, t.amount_micros, t.currency
+           t.offer_type, t.offer_discount_type, t.offer_period, t.ownership_type, t.quantity, t.amount_usd, t.amount_micros, t.currency,
+           t.revocation_type, t.refunded_share::float8 AS refunded_share
     FROM read_model.transactions t
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id;
 
@@ -54,6 +64,7 @@ UPDATE read_model.transactions t SET
       is_billing_retry_period = x.is_billing_retry_period, is_trial_period = x.is_trial_period,
       is_intro_period = x.is_intro_period, is_expired = x.is_expired,
       grace_period_expiration_date = x.grace_period_expiration_date, revocation_date = x.revocation_date,
+      revocation_type = x.revocation_type, refunded_share = x.refunded_share,
       is_upgraded = x.is_upgraded, snapshot_is_upgraded = x.snapshot_is_upgraded,
       snapshot_cancelation_reason = x.snapshot_cancelation_reason,
       price_consent_status = x.price_consent_status, discount_id = x.discount_id,
@@ -69,6 +80,36 @@ UPDATE read_model.transactions t SET
 UPDATE read_model.transactions t SET first_event_at = k.first_event_at, occurred_at = k.occurred_at
     FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS k(app_id, id, first_event_at, occurred_at)
     WHERE t.app_id = k.app_id AND t.transaction_id = k.id;
+
+-- sql.addRevenueChanges
+WITH now AS (
+      SELECT t.app_id, (coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) AT TIME ZONE 'UTC')::date AS day, t.platform, t.product_id,
+  CASE WHEN t.amount_usd IS NULL AND t.amount_micros IS NOT NULL AND t.currency IS NOT NULL THEN t.currency ELSE '' END AS currency,
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS after_first_year,
+  1 AS n,
+  CASE WHEN t.amount_usd IS NULL AND (t.amount_micros IS NULL OR t.currency IS NULL) THEN 1 ELSE 0 END AS unpriced,
+  CASE WHEN t.amount_usd IS NULL AND t.currency IS NOT NULL THEN coalesce(t.amount_micros, 0) ELSE 0 END::numeric AS gross_micros,
+  coalesce(t.amount_usd, 0)::numeric AS gross_usd,
+  (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) AS refund_share FROM read_model.transactions t
+      JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id
+      WHERE (t.sandbox IS NOT TRUE AND t.is_pending IS NOT TRUE AND t.ownership_type IS DISTINCT FROM 'FAMILY_SHARED')),
+    before AS (
+      SELECT * FROM json_to_recordset($3::json) AS b(app_id text, day date, platform text, product_id text, currency text, after_first_year boolean,
+                                                   n int, unpriced int, gross_micros numeric, gross_usd numeric, refund_share numeric)),
+    d AS (
+      SELECT app_id, day, platform, product_id, currency, after_first_year, sum(s * n) AS n, sum(s * unpriced) AS unpriced,
+             sum(s * gross_micros) AS gross_micros, sum(s * gross_micros * refund_share) AS refunded_micros,
+             sum(s * gross_usd) AS gross_usd, sum(s * gross_usd * refund_share) AS refunded_usd
+      FROM (SELECT 1 AS s, * FROM now UNION ALL SELECT -1, * FROM before) x
+      GROUP BY app_id, day, platform, product_id, currency, after_first_year)
+    INSERT INTO read_model.revenue_day_sums AS r
+    SELECT * FROM d WHERE n <> 0 OR unpriced <> 0 OR gross_micros <> 0 OR refunded_micros <> 0 OR gross_usd <> 0 OR refunded_usd <> 0
+    ORDER BY app_id, day, platform, product_id, currency, after_first_year
+    ON CONFLICT (app_id, day, platform, product_id, currency, after_first_year) DO UPDATE SET
+      n = r.n + excluded.n, unpriced = r.unpriced + excluded.unpriced, gross_micros = r.gross_micros + excluded.gross_micros,
+      refunded_micros = r.refunded_micros + excluded.refunded_micros, gross_usd = r.gross_usd + excluded.gross_usd,
+      refunded_usd = r.refunded_usd + excluded.refunded_usd;
 
 -- sql.lockReceiptKeys
 SELECT count(pg_advisory_xact_lock(727003, k.b)) FROM (

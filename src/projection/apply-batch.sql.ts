@@ -2,6 +2,7 @@
 // primary key, so concurrent batches lock rows in the same order and cannot deadlock each other.
 
 import { APP_LOCK_SPACE, RECEIPT_LOCK_SPACE } from '../database/advisory-locks.js';
+import { earns, revenueCellColumns } from '../revenue/revenue-cell.sql.js';
 import { iso } from './customer-summary.sql.js';
 
 /**
@@ -60,7 +61,8 @@ export const sql = (schema: string) => ({
            ${iso('t.version_time')} AS version_time, ${iso('t.first_event_at')} AS first_event_at,
            ${iso('t.occurred_at')} AS occurred_at, ${iso('t.last_renewal_date')} AS last_renewal_date,
            ${iso('t.renewal_date')} AS renewal_date, ${iso('t.purchase_date')} AS purchase_date,
-           t.product_id AS cell_product_id, t.platform AS cell_platform, t.sandbox IS TRUE AS cell_sandbox
+           t.product_id AS cell_product_id, t.platform AS cell_platform, t.sandbox IS TRUE AS cell_sandbox,
+           (SELECT row_to_json(c)::text FROM (SELECT ${revenueCellColumns('t')} WHERE ${earns('t')}) c) AS revenue_cell
     FROM ${schema}.transactions t
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id
     ORDER BY t.app_id, t.transaction_id FOR UPDATE OF t`,
@@ -77,7 +79,8 @@ export const sql = (schema: string) => ({
            t.is_pending, t.is_acknowledged, t.is_consumed, t.is_billing_retry_period, t.is_trial_period, t.is_intro_period,
            t.is_expired, ${iso('t.grace_period_expiration_date')} AS grace_period_expiration_date,
            ${iso('t.revocation_date')} AS revocation_date, t.snapshot_is_upgraded, t.price_consent_status, t.discount_id,
-           t.offer_type, t.offer_discount_type, t.offer_period, t.ownership_type, t.quantity, t.amount_usd, t.amount_micros, t.currency
+           t.offer_type, t.offer_discount_type, t.offer_period, t.ownership_type, t.quantity, t.amount_usd, t.amount_micros, t.currency,
+           t.revocation_type, t.refunded_share::float8 AS refunded_share
     FROM ${schema}.transactions t
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id`,
 
@@ -93,6 +96,7 @@ export const sql = (schema: string) => ({
       is_billing_retry_period = x.is_billing_retry_period, is_trial_period = x.is_trial_period,
       is_intro_period = x.is_intro_period, is_expired = x.is_expired,
       grace_period_expiration_date = x.grace_period_expiration_date, revocation_date = x.revocation_date,
+      revocation_type = x.revocation_type, refunded_share = x.refunded_share,
       is_upgraded = x.is_upgraded, snapshot_is_upgraded = x.snapshot_is_upgraded,
       snapshot_cancelation_reason = x.snapshot_cancelation_reason,
       price_consent_status = x.price_consent_status, discount_id = x.discount_id,
@@ -109,6 +113,33 @@ export const sql = (schema: string) => ({
     UPDATE ${schema}.transactions t SET first_event_at = k.first_event_at, occurred_at = k.occurred_at
     FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS k(app_id, id, first_event_at, occurred_at)
     WHERE t.app_id = k.app_id AND t.transaction_id = k.id`,
+
+  /**
+   * Adds a batch's changes to the revenue sums (GET /v2/revenue): the cells of the rows it wrote
+   * ($1, $2) as they are now, less their cells before the batch ($3, read with the lock). Cell
+   * rows are taken in key order, as the other counts are.
+   */
+  addRevenueChanges: `
+    WITH now AS (
+      SELECT ${revenueCellColumns('t')} FROM ${schema}.transactions t
+      JOIN unnest($1::text[], $2::text[]) AS k(app_id, id) ON t.app_id = k.app_id AND t.transaction_id = k.id
+      WHERE ${earns('t')}),
+    before AS (
+      SELECT * FROM json_to_recordset($3::json) AS b(app_id text, day date, platform text, product_id text, currency text, after_first_year boolean,
+                                                   n int, unpriced int, gross_micros numeric, gross_usd numeric, refund_share numeric)),
+    d AS (
+      SELECT app_id, day, platform, product_id, currency, after_first_year, sum(s * n) AS n, sum(s * unpriced) AS unpriced,
+             sum(s * gross_micros) AS gross_micros, sum(s * gross_micros * refund_share) AS refunded_micros,
+             sum(s * gross_usd) AS gross_usd, sum(s * gross_usd * refund_share) AS refunded_usd
+      FROM (SELECT 1 AS s, * FROM now UNION ALL SELECT -1, * FROM before) x
+      GROUP BY app_id, day, platform, product_id, currency, after_first_year)
+    INSERT INTO ${schema}.revenue_day_sums AS r
+    SELECT * FROM d WHERE n <> 0 OR unpriced <> 0 OR gross_micros <> 0 OR refunded_micros <> 0 OR gross_usd <> 0 OR refunded_usd <> 0
+    ORDER BY app_id, day, platform, product_id, currency, after_first_year
+    ON CONFLICT (app_id, day, platform, product_id, currency, after_first_year) DO UPDATE SET
+      n = r.n + excluded.n, unpriced = r.unpriced + excluded.unpriced, gross_micros = r.gross_micros + excluded.gross_micros,
+      refunded_micros = r.refunded_micros + excluded.refunded_micros, gross_usd = r.gross_usd + excluded.gross_usd,
+      refunded_usd = r.refunded_usd + excluded.refunded_usd`,
 
   /**
    * Serialises batches that touch the same receipts (taken in one order, so they wait rather than

@@ -222,7 +222,7 @@ type StoredTransaction = Pick<
   | 'purchase_date'
 >;
 /** The lock read also says where the stored row is counted for the filters. */
-type LockedTransaction = StoredTransaction & { cell_product_id: string; cell_platform: string; cell_sandbox: boolean };
+type LockedTransaction = StoredTransaction & { cell_product_id: string; cell_platform: string; cell_sandbox: boolean; revenue_cell: string | null };
 type StoredReceipt = Pick<ReceiptRow, 'app_id' | 'receipt_id' | 'application_username' | 'explicit' | 'version_time' | 'version_id'>;
 
 /**
@@ -235,6 +235,8 @@ type StoredReceipt = Pick<ReceiptRow, 'app_id' | 'receipt_id' | 'application_use
 async function writeChanges(m: EntityManager, schema: string, changes: RowChanges): Promise<CountChanges> {
   const q = sql(schema);
   const txCells: Parameters<typeof filterCountDeltas>[0] = [];
+  // What the stored rows added to the revenue sums before the batch (JSON), taken off by writeCounts.
+  const revenueBefore: string[] = [];
   // Receipts whose owners' summaries can change: each written transaction's receipt, the receipt a
   // moved transaction left, and every receipt the batch links.
   const receiptKeys = new Map<string, { app_id: string; receipt_id: string }>();
@@ -259,8 +261,9 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     const storedCells = new Map<string, FilterCell>();
     if (existing.length > 0) {
       const rows = (await m.query(q.lockTransactions, [existing.map((t) => t.app_id), existing.map((t) => t.transaction_id)])) as LockedTransaction[];
-      for (const { cell_product_id, cell_platform, cell_sandbox, ...r } of rows) {
+      for (const { cell_product_id, cell_platform, cell_sandbox, revenue_cell, ...r } of rows) {
         const k = key2(r.app_id, r.transaction_id);
+        if (revenue_cell !== null) revenueBefore.push(revenue_cell);
         stored.set(k, r);
         storedCells.set(k, { day: utcDay(r.occurred_at), product_id: cell_product_id, platform: cell_platform, sandbox: cell_sandbox });
       }
@@ -460,18 +463,29 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     change.after = { ...stored.facts, firstSeenDay: change.after.firstSeenDay };
   }
 
-  return { cells: filterCountDeltas(txCells), customerDays: dayCountDeltas(customerDays), customerCells: moved };
+  const revenue = {
+    appIds: changes.transactions.map((t) => t.app_id),
+    transactionIds: changes.transactions.map((t) => t.transaction_id),
+    before: `[${revenueBefore.join(',')}]`,
+  };
+  return { cells: filterCountDeltas(txCells), customerDays: dayCountDeltas(customerDays), customerCells: moved, revenue };
 }
 
 /** What a batch changes in the kept counts, written by writeCounts once everything else is. */
-type CountChanges = { cells: FilterCountDelta[]; customerDays: DayDelta[]; customerCells: CustomerChange[] };
+type CountChanges = {
+  cells: FilterCountDelta[];
+  customerDays: DayDelta[];
+  customerCells: CustomerChange[];
+  /** The transactions the batch wrote and their revenue cells before it (addRevenueChanges). */
+  revenue: { appIds: string[]; transactionIds: string[]; before: string };
+};
 
 /**
  * Writes the batch's count changes, last of all its writes: every concurrent batch of the app
  * writes the same count rows, so they are held from here to the commit only, and no batch holding
  * them waits for a customer or transaction row (erasures included) another batch holds.
  */
-async function writeCounts(m: EntityManager, schema: string, { cells, customerDays, customerCells }: CountChanges): Promise<void> {
+async function writeCounts(m: EntityManager, schema: string, { cells, customerDays, customerCells, revenue }: CountChanges): Promise<void> {
   const q = sql(schema);
   // a transaction's day count changes exactly as its filter counts do, summed over the day: kept
   // beside them because an app's total then sums a row a day, not one per day and product (15 ms
@@ -480,6 +494,7 @@ async function writeCounts(m: EntityManager, schema: string, { cells, customerDa
   await writeDeltas(m, q.dayCounts('customer_day_counts'), sumDayDeltas(customerDays));
   await writeDeltas(m, q.filterCounts, cells);
   await writeDeltas(m, q.customerCells, customerCellDeltas(customerCells));
+  if (revenue.appIds.length > 0) await m.query(q.addRevenueChanges, [revenue.appIds, revenue.transactionIds, revenue.before]);
 }
 
 /** Adds a batch's deltas to a table of counts, then drops the rows a negative delta may have left at zero. */

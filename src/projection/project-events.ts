@@ -29,6 +29,8 @@ export type TransactionRow = {
   is_expired: boolean | null;
   grace_period_expiration_date: string | null;
   revocation_date: string | null;
+  revocation_type: string | null;
+  refunded_share: number | null;
   is_upgraded: boolean | null;
   /**
    * isUpgraded and cancelationReason as the winning snapshot says them. The shown is_upgraded and
@@ -135,6 +137,8 @@ const SNAPSHOT_FIELDS = [
   'amount_usd',
   'amount_micros',
   'currency',
+  'revocation_type',
+  'refunded_share',
 ] as const satisfies readonly (keyof TransactionRow)[];
 export type SnapshotFields = Pick<TransactionRow, (typeof SNAPSHOT_FIELDS)[number]>;
 
@@ -271,6 +275,8 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
     is_expired: d.isExpired ?? null,
     grace_period_expiration_date: d.gracePeriodExpirationDate ?? null,
     revocation_date: d.revocationDate ?? null,
+    revocation_type: d.revocationType ?? null,
+    refunded_share: d.refundedShare ?? null,
     is_upgraded,
     snapshot_is_upgraded: is_upgraded,
     snapshot_cancelation_reason: cancelation_reason,

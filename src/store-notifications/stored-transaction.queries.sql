@@ -3,17 +3,17 @@
 -- Do not edit: run `npm run sql:sync`.
 
 -- storedTransactionSql
-SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType", version_time AS "versionTime" FROM read_model.transactions WHERE app_id = $1 AND transaction_id = $2;
+SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType", t.amount_usd AS "amountUSD", t.refunded_share::float8 AS "refundedShare", t.version_time AS "versionTime" FROM read_model.transactions t WHERE t.app_id = $1 AND t.transaction_id = $2;

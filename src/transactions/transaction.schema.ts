@@ -32,6 +32,14 @@ export const transactionSchema = {
     isExpired: bool,
     gracePeriodExpirationDate: { ...dateTime, description: 'While in billing retry: access continues until then' },
     revocationDate: { ...dateTime, description: 'When the store refunded or revoked the transaction' },
+    revocationType: {
+      type: 'string',
+      description: "The store's kind of revocation: REFUND_FULL, REFUND_PRORATED (a partial refund) or FAMILY_REVOKE (shared access ended; nothing refunded)",
+    },
+    refundedShare: {
+      type: 'number',
+      description: 'With revocationDate: the share of the amount refunded, 0 to 1 (1 unless the store reported a partial refund; 0 for FAMILY_REVOKE)',
+    },
     isUpgraded: { type: 'boolean', description: 'Replaced by another subscription (upgrade, downgrade or plan change)' },
     priceConsentStatus: str,
     discountId: { type: 'string', description: "The store's offer identifier (Apple offerIdentifier, Google offerId)" },
@@ -47,11 +55,21 @@ export const transactionSchema = {
         'PURCHASED, or FAMILY_SHARED: the customer has access through Family Sharing, bought by a family member (it counts for activeSubscriber). Absent when the store does not say (Google Play)',
     },
     quantity: { type: 'integer' },
-    amountUSD: num,
-    priceUSD: num,
+    amountUSD: {
+      type: 'number',
+      description:
+        "Amount in USD: the producer's own, else amountMicros at the European Central Bank's rate of the charge day (lastRenewalDate, else purchaseDate), rounded to the cent; absent without a rate (docs/revenue.md)",
+    },
+    priceUSD: { type: 'number', description: 'Same as amountUSD' },
     amountMicros: num,
-    priceMicros: num,
+    priceMicros: { type: 'number', description: 'Same as amountMicros' },
     currency: str,
+    proceedsUSD: {
+      type: 'number',
+      description:
+        "Estimate: amountUSD less the refunded share and the store's commission (STORE_COMMISSION; the reduced rate after a subscriber's first year), rounded to the cent",
+    },
+    proceedsMicros: { type: 'number', description: 'The same estimate in micros of currency' },
     deleted: {
       type: 'boolean',
       description:
@@ -90,6 +108,8 @@ export type TransactionView = {
   isExpired?: boolean;
   gracePeriodExpirationDate?: Date;
   revocationDate?: Date;
+  revocationType?: string;
+  refundedShare?: number;
   isUpgraded?: boolean;
   priceConsentStatus?: string;
   discountId?: string;
@@ -103,5 +123,7 @@ export type TransactionView = {
   amountMicros?: number;
   priceMicros?: number;
   currency?: string;
+  proceedsUSD?: number;
+  proceedsMicros?: number;
   deleted?: true;
 };

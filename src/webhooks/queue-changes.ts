@@ -1,3 +1,4 @@
+import { commissionOf, DEFAULT_COMMISSION, type Commission } from '../revenue/commission.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import { decodeCursor, encodeCursor, type ChangeCursor } from '../change-feed/change-cursor.js';
 import { readChanges, type ChangePage, type RunQuery } from '../change-feed/read-changes.js';
@@ -30,16 +31,21 @@ type Queued = { position: bigint; type: WebhookEventType; orderKey: string; rowK
  * shows, and moves the cursors in the same transaction: a change is queued once, whatever crashes.
  * Returns how many deliveries were queued.
  */
-export async function queueChanges(db: DataSource, now: () => Date, pageSize = 200): Promise<number> {
+export async function queueChanges(
+  db: DataSource,
+  now: () => Date,
+  pageSize = 200,
+  commission: Commission = commissionOf(DEFAULT_COMMISSION),
+): Promise<number> {
   const endpoints = (await db.query(webhooksSql.activeEndpoints)) as { id: string }[];
   let queued = 0;
   // One snapshot for both feed reads: read in two, a batch committing in between would show its
   // transactions without the customer summary it changed, and they would be queued out of order.
-  for (const { id } of endpoints) queued += await db.transaction('REPEATABLE READ', (m) => queueForEndpoint(m, id, now, pageSize));
+  for (const { id } of endpoints) queued += await db.transaction('REPEATABLE READ', (m) => queueForEndpoint(m, id, now, pageSize, commission));
   return queued;
 }
 
-async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, pageSize: number): Promise<number> {
+async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, pageSize: number, commission: Commission): Promise<number> {
   const [{ locked }] = (await m.query(webhooksSql.tryQueueLock, [id])) as { locked: boolean }[];
   if (!locked) return 0; // another instance is queueing for this endpoint
   const [endpoint] = (await m.query(webhooksSql.endpointCursors, [id])) as {
@@ -118,7 +124,7 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
       type: 'transaction.updated',
       orderKey: owner == null ? `receipt:${row.receiptId}` : `customer:${owner}`, // null: the owner was erased
       rowKey: `transaction:${row.transactionId}`,
-      data: toView(row),
+      data: toView(row, commission, endpoint.app_id),
     });
   });
   // Stable: at one position (one batch), a customer's summary goes before its transactions.

@@ -65,7 +65,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     while (this.running) {
       let busy = false;
       try {
-        const queued = await queueChanges(this.db, () => this.clock.now());
+        const queued = await queueChanges(this.db, () => this.clock.now(), 200, this.config.commission);
         const claimed = await this.sender.sendDue();
         if (Date.now() - this.prunedAt > PRUNE_EVERY_MS) {
           await pruneDeliveries(this.db);

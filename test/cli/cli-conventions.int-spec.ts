@@ -43,6 +43,8 @@ describe('CLI conventions (integration: the built CLI)', () => {
     'webhooks redeliver --help',
     'sample-notification --help',
     'move-to-kafka --help',
+    'fx --help',
+    'fx import --help',
   ])('%s exits 0 with the help on stdout, each default said once', async (line) => {
     const r = await runCli(line.split(' '), env);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });

@@ -75,6 +75,8 @@ const DIGEST_FIELDS = [
   'amountUSD',
   'amountMicros',
   'currency',
+  'revocationType',
+  'refundedShare',
 ];
 const TIME_FIELDS = new Set([
   'purchaseDate',
@@ -388,6 +390,7 @@ const ROW_FIELDS = [
   'discountId',
   'quantity',
   'currency',
+  'revocationType',
 ];
 
 /**
@@ -401,9 +404,66 @@ function transactionJson(t: ModelTransaction): Record<string, unknown> {
     if (d[f] === undefined) continue;
     row[f] = DATE_FIELDS.has(f) ? out(ms(d[f])!) : d[f];
   }
-  const usd = d.amountUSD ?? d.priceUSD;
-  if (usd !== undefined) row.amountUSD = row.priceUSD = usd;
-  const micros = d.amountMicros ?? d.priceMicros;
+  const micros = (d.amountMicros ?? d.priceMicros) as number | undefined;
   if (micros !== undefined) row.amountMicros = row.priceMicros = micros;
+  // docs/revenue.md: the producer's USD, else the amount at the charge day's rate, to the cent
+  const chargedAt = ms(d.lastRenewalDate) ?? ms(d.purchaseDate) ?? t.date;
+  const usd = (d.amountUSD ?? d.priceUSD) as number | undefined;
+  const rate = typeof d.currency === 'string' ? usdPerUnit(rates, d.currency, chargedAt) : undefined;
+  const amountUSD = usd ?? (micros !== undefined && rate !== undefined ? cents((micros / 1e6) * rate) : undefined);
+  if (amountUSD !== undefined) row.amountUSD = row.priceUSD = amountUSD;
+  // a revocation refunds all of it unless the store said how much; a family member's shared access, or an upgrade's unsized credit, refunds nothing
+  let share = 0;
+  if (d.revocationDate !== undefined) {
+    share =
+      d.revocationType === 'FAMILY_REVOKE' || (t.data.isUpgraded === true && d.revocationType === undefined)
+        ? 0
+        : ((d.refundedShare as number | undefined) ?? 1);
+    row.refundedShare = share;
+  }
+  const store = COMMISSION[d.platform as string] ?? [0, 0];
+  const purchased = ms(d.purchaseDate);
+  const later = d.expirationDate !== undefined && purchased !== undefined && chargedAt >= plusOneYear(purchased);
+  const kept = (1 - share) * (1 - (later ? store[1] : store[0]));
+  if (amountUSD !== undefined) row.proceedsUSD = cents(amountUSD * kept);
+  if (micros !== undefined) row.proceedsMicros = Math.round(micros * kept);
   return row;
+}
+
+/** STORE_COMMISSION's default (docs/revenue.md): [standard, after the subscriber's first year]; other platforms none. */
+const COMMISSION: Record<string, [number, number]> = { apple: [0.3, 0.15], google: [0.15, 0.15] };
+
+/** Half away from zero, to the cent. */
+const cents = (usd: number) => (Math.sign(usd) * Math.round(Math.abs(usd) * 100 + 1e-9)) / 100;
+
+/** A calendar year later; 29 February falls on 28 February, as PostgreSQL's interval arithmetic does. */
+export function plusOneYear(t: number): number {
+  const d = new Date(t);
+  const leapDay = d.getUTCMonth() === 1 && d.getUTCDate() === 29;
+  d.setUTCDate(leapDay ? 28 : d.getUTCDate());
+  d.setUTCFullYear(d.getUTCFullYear() + 1);
+  return d.getTime();
+}
+
+/**
+ * Exchange rates as the European Central Bank publishes them: per day (YYYY-MM-DD), units of each
+ * currency per euro. docs/exchange-rates.md: the rates of the last day at or before the charge day
+ * that has a USD rate, looking back less than 14 days; a currency without a rate that day has no USD.
+ */
+export type EcbRates = Record<string, Record<string, number>>;
+let rates: EcbRates = {};
+/** The rates transactionJson converts with (none unless a test loads some). */
+export function useRates(r: EcbRates): void {
+  rates = r;
+}
+export function usdPerUnit(table: EcbRates, currency: string, at: number): number | undefined {
+  if (currency === 'USD') return 1;
+  for (let back = 0; back < 14; back++) {
+    const day = new Date(at - back * 86_400_000).toISOString().slice(0, 10);
+    const quoted = table[day];
+    if (quoted?.USD === undefined) continue;
+    if (currency === 'EUR') return quoted.USD;
+    return quoted[currency] === undefined ? undefined : quoted.USD / quoted[currency];
+  }
+  return undefined;
 }

@@ -1,3 +1,4 @@
+import { RevenueReportQuery } from '../../src/revenue/revenue-report/revenue-report.query.js';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -125,7 +126,7 @@ export const MODULES: Record<string, ModuleInputs> = {
     },
   },
   'src/transactions/list-transactions/list-transactions.sql.ts': {
-    notStatements: ['TRANSACTION_COLUMNS'],
+    notStatements: ['TRANSACTION_COLUMNS', 'STORED_TRANSACTION_COLUMNS'],
     cases: {
       pageStartSql: [
         ['no filter', [transactions({})]],
@@ -195,6 +196,20 @@ export const MODULES: Record<string, ModuleInputs> = {
         ['customer_day_counts', ['customer_day_counts']],
       ],
     },
+  },
+  'src/revenue/revenue-report/revenue-report.sql.ts': {
+    cases: {
+      revenueReportSql: [
+        ['totals', [new RevenueReportQuery(APP, '2026-10-01', '2026-11-01')]],
+        ['per day', [new RevenueReportQuery(APP, '2026-10-01', '2026-11-01', 'day')]],
+        ['per product', [new RevenueReportQuery(APP, '2026-10-01', '2026-11-01', 'product')]],
+        ['per platform', [new RevenueReportQuery(APP, '2026-10-01', '2026-11-01', 'platform')]],
+      ],
+    },
+  },
+  'src/revenue/revenue-cell.sql.ts': {
+    notStatements: ['chargedAt', 'afterFirstYear', 'refundShare', 'amountUsd', 'earns', 'revenueCellColumns'],
+    cases: {},
   },
   'src/projection/customer-summary.sql.ts': {
     notStatements: ['iso'],

@@ -268,8 +268,12 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
     expect(await transaction('google:GPA.8888-0000-0000-00001')).toEqual({
       ...before,
       revocationDate: expect.any(String),
+      revocationType: 'REFUND_FULL',
       isExpired: true,
       cancelationReason: 'Customer',
+      // refunded whole: nothing is kept (docs/revenue.md)
+      refundedShare: 1,
+      proceedsMicros: 0,
     });
     expect((await customer(s)).customerInfo.activeSubscriber).toBe(false);
   });

@@ -17,7 +17,43 @@ export async function snapshotReadModels(db: DataSource, schema = 'read_model') 
   ]);
   // Kept by the projection batch by batch, they must be what the rows add up to at every snapshot.
   const customerCells = await expectCellsKept(db, schema);
-  return { customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays, customerCells };
+  const revenueDays = await expectRevenueKept(db, schema);
+  return { customers, receipts, transactions, transactionDays, transactionFilterDays, customerDays, customerCells, revenueDays };
+}
+
+/**
+ * revenue_day_sums against the rows, as docs/revenue.md describes the report's sums (written here
+ * again, not src/'s revenue cell): production rows, not pending, not family-shared, per UTC charge
+ * day, store, product, currency (none when the producer sent USD or there is no amount) and
+ * whether the charge falls after the subscriber's first year.
+ */
+export async function expectRevenueKept(db: DataSource, schema = 'read_model') {
+  const figures = `sum(n)::int AS n, sum(unpriced)::int AS unpriced, trim_scale(sum(gross_micros)) AS gross_micros,
+    trim_scale(sum(refunded_micros)) AS refunded_micros, trim_scale(sum(gross_usd)) AS gross_usd, trim_scale(sum(refunded_usd)) AS refunded_usd`;
+  const [kept, ofRows] = await Promise.all([
+    db.query(`
+      SELECT app_id, day::text, platform, product_id, currency, after_first_year, ${figures} FROM ${schema}.revenue_day_sums
+      GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0 OR sum(gross_micros) <> 0 OR sum(gross_usd) <> 0 ORDER BY 1, 2, 3, 4, 5, 6`),
+    db.query(`
+      SELECT app_id, day::text, platform, product_id, currency, after_first_year, ${figures}
+      FROM (
+        SELECT app_id, to_char(coalesce(last_renewal_date, purchase_date, occurred_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, platform, product_id,
+               CASE WHEN amount_usd IS NOT NULL OR amount_micros IS NULL OR currency IS NULL THEN '' ELSE currency END AS currency,
+               coalesce(expiration_date IS NOT NULL AND coalesce(last_renewal_date, purchase_date) >= purchase_date + interval '1 year', false) AS after_first_year,
+               1 AS n, (amount_usd IS NULL AND (amount_micros IS NULL OR currency IS NULL))::int AS unpriced,
+               CASE WHEN amount_usd IS NULL AND currency IS NOT NULL THEN coalesce(amount_micros, 0) ELSE 0 END::numeric AS gross_micros,
+               coalesce(amount_usd, 0)::numeric AS gross_usd,
+               CASE WHEN revocation_date IS NULL OR revocation_type = 'FAMILY_REVOKE' OR (snapshot_is_upgraded AND revocation_type IS NULL) THEN 0
+                    ELSE coalesce(refunded_share, 1) END AS share
+        FROM ${schema}.transactions
+        WHERE sandbox IS NOT TRUE AND is_pending IS NOT TRUE AND ownership_type IS DISTINCT FROM 'FAMILY_SHARED') r,
+      LATERAL (SELECT r.gross_micros * r.share AS refunded_micros, r.gross_usd * r.share AS refunded_usd) x
+      GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6`),
+  ]);
+  if (JSON.stringify(kept) !== JSON.stringify(ofRows)) {
+    throw new Error(`revenue_day_sums drifted from the transaction rows:\nkept ${JSON.stringify(kept)}\nrows ${JSON.stringify(ofRows)}`);
+  }
+  return kept as Record<string, unknown>[];
 }
 
 /**

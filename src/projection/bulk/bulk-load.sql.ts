@@ -6,6 +6,7 @@
 
 import { VISIBLE_COLUMNS, shownRow } from '../../change-feed/change-positions.sql.js';
 import { REDACTED_PATTERN } from '../../customers/erase-customer/erasure-hash.js';
+import { earns, revenueCellColumns } from '../../revenue/revenue-cell.sql.js';
 
 /** What the fold copies from a transaction's winning snapshot: its shown columns and its version. */
 const SNAPSHOT_COLUMNS = [...VISIBLE_COLUMNS.transactions, 'version_time', 'version_id'];
@@ -122,7 +123,11 @@ export const bulkSql = (schema: string) => ({
     INSERT INTO ${schema}.transaction_filter_day_counts (app_id, product_id, platform, sandbox, day, n)
     SELECT app_id, product_id, platform, sandbox IS TRUE, (occurred_at AT TIME ZONE 'UTC')::date, count(*) FROM ${schema}.transactions GROUP BY 1, 2, 3, 4, 5;
     INSERT INTO ${schema}.customer_day_counts (app_id, day, n)
-    SELECT app_id, (first_seen_at AT TIME ZONE 'UTC')::date, count(*) FROM ${schema}.customers GROUP BY 1, 2`,
+    SELECT app_id, (first_seen_at AT TIME ZONE 'UTC')::date, count(*) FROM ${schema}.customers GROUP BY 1, 2;
+    INSERT INTO ${schema}.revenue_day_sums
+    SELECT app_id, day, platform, product_id, currency, after_first_year, sum(n), sum(unpriced),
+           sum(gross_micros), sum(gross_micros * refund_share), sum(gross_usd), sum(gross_usd * refund_share)
+    FROM (SELECT ${revenueCellColumns('t')} FROM ${schema}.transactions t WHERE ${earns('t')}) c GROUP BY 1, 2, 3, 4, 5, 6`,
 
   dropStaged: `DROP TABLE ${schema}.${STAGED_TABLE}`,
 });

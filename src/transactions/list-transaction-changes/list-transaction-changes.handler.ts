@@ -1,4 +1,5 @@
-import type { OnModuleInit } from '@nestjs/common';
+import { Inject, type OnModuleInit } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -21,6 +22,7 @@ export class ListTransactionChangesHandler implements IQueryHandler<ListTransact
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly reads: ReadReplicas,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   // The key is read on the primary; replicas hold the same one (replicated).
@@ -30,7 +32,9 @@ export class ListTransactionChangesHandler implements IQueryHandler<ListTransact
 
   async execute(query: ListTransactionChangesQuery): Promise<Page<TransactionView>> {
     const { page, total, next } = await readFeedPage<TransactionRow>(this.reads.pick(), this.cursors, TRANSACTIONS_FEED, query.appId, query.after, query.limit);
-    const rows = page.rows.map((row, i) => (page.deleted[i] ? transactionDeletionEntry(page.positions[i].key) : toView(row)));
+    const rows = page.rows.map((row, i) =>
+      page.deleted[i] ? transactionDeletionEntry(page.positions[i].key) : toView(row, this.config.commission, query.appId),
+    );
     return { rows, paging: { skip: 0, limit: query.limit, total, next } };
   }
 }

@@ -7,10 +7,16 @@ import type { TransactionView } from '../transaction.schema.js';
 import { ListTransactionsQuery } from './list-transactions.query.js';
 import { filteredTransactionsSql, pageStartSql, transactionPageSql, type PageStartRow, type TransactionRow } from './list-transactions.sql.js';
 import { hasChainFilter } from './transaction-filters.js';
+import { Inject } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { proceedsOf, type Commission } from '../../revenue/commission.js';
 
 @QueryHandler(ListTransactionsQuery)
 export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQuery> {
-  constructor(private readonly reads: ReadReplicas) {}
+  constructor(
+    private readonly reads: ReadReplicas,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   async execute(asked: ListTransactionsQuery): Promise<Page<TransactionView>> {
     // Every row is dated 0001-01-01 or later: an end at or before that holds nothing.
@@ -22,7 +28,10 @@ export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQu
       const [counted] = await preparedQuery<{ total: string }>(db, count.name, count.sql, count.params);
       const paging = { skip: query.skip, limit: query.limit, total: Number(counted.total) };
       if (query.limit === 0 || query.skip >= paging.total) return { rows: [], paging };
-      return { rows: (await preparedQuery<TransactionRow>(db, page.name, page.sql, page.params)).map(toView), paging };
+      return {
+        rows: (await preparedQuery<TransactionRow>(db, page.name, page.sql, page.params)).map((row) => toView(row, this.config.commission, query.appId)),
+        paging,
+      };
     }
     const located = pageStartSql(query);
     const [start] = await preparedQuery<PageStartRow>(db, located.name, located.sql, located.params);
@@ -32,19 +41,24 @@ export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQu
     const from = query.startDate && query.startDate > dayBegins ? query.startDate : dayBegins;
     const page = transactionPageSql(query, from, query.skip - Number(start.before));
     const rows = await preparedQuery<TransactionRow>(db, page.name, page.sql, page.params);
-    return { rows: rows.map(toView), paging };
+    return { rows: rows.map((row) => toView(row, this.config.commission, query.appId)), paging };
   }
 }
 
-/** Drops absent fields and emits both amount spellings the spec's samples use. */
-export function toView(row: TransactionRow): TransactionView {
+/**
+ * Drops absent fields, emits both amount spellings the spec's samples use, and adds the proceeds
+ * of the app's commission rate for the row's store (docs/revenue.md).
+ */
+export function toView(row: TransactionRow, commission: Commission, appId: string): TransactionView {
   const view: Record<string, unknown> = {};
   for (const key in row) {
     const value = row[key as keyof TransactionRow];
     if (value !== null) view[key] = value;
   }
+  delete view.afterFirstYear;
   if (row.amountUSD !== null) view.priceUSD = row.amountUSD;
   if (row.amountMicros !== null) view.amountMicros = view.priceMicros = Number(row.amountMicros);
+  Object.assign(view, proceedsOf(commission(appId, row.platform), row));
   return view as TransactionView;
 }
 

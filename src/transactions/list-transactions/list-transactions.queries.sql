@@ -10,20 +10,23 @@ SELECT count(*)::text AS total FROM read_model.transactions t WHERE t.app_id = $
 -- filteredTransactionsSql.page (transactionId without a platform)
 -- prepared as tx-filtered:t
 -- params: ["app",["2000000123456789","apple:2000000123456789","google:2000000123456789"],250,100]
-SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[]))
+SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
+  CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[]))
             ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4;
 
 -- filteredTransactionsSql.count (purchaseId)
@@ -34,20 +37,23 @@ SELECT count(*)::text AS total FROM read_model.transactions t WHERE t.app_id = $
 -- filteredTransactionsSql.page (purchaseId)
 -- prepared as tx-filtered:u
 -- params: ["app",["google:GPA.3301-2345-6789-01234"],250,100]
-SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[]))
+SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
+  CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[]))
             ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4;
 
 -- filteredTransactionsSql.count (transactionId+productId+platform+sandbox, startDate and endDate)
@@ -58,20 +64,23 @@ SELECT count(*)::text AS total FROM read_model.transactions t WHERE t.app_id = $
 -- filteredTransactionsSql.page (transactionId+productId+platform+sandbox, startDate and endDate)
 -- prepared as tx-filtered:tpfsfse
 -- params: ["app",["apple:2000000123456789"],"apple:monthly","apple","2026-10-01T06:30:00.000Z","2026-10-14T18:00:00.000Z",250,100]
-SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[])) AND t.product_id = $3 AND t.platform = $4 AND t.sandbox IS NOT TRUE AND t.occurred_at >= $5 AND t.occurred_at < $6
+SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
+  CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[])) AND t.product_id = $3 AND t.platform = $4 AND t.sandbox IS NOT TRUE AND t.occurred_at >= $5 AND t.occurred_at < $6
             ORDER BY t.occurred_at, t.transaction_id OFFSET $7 LIMIT $8;
 
 -- pageStartSql (no filter)
@@ -187,20 +196,23 @@ WITH k AS (SELECT t.day, sum(t.n) AS n FROM read_model.transaction_filter_day_co
 -- transactionPageSql (no filter)
 -- prepared as tx-page
 -- params: ["app","2026-10-01T00:00:00.000Z",7,100]
-SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType"
+SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
+  CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
     FROM (SELECT t.occurred_at AS k_at, t.transaction_id AS k_id FROM read_model.transactions t
           WHERE t.app_id = $1 AND t.occurred_at >= $2
           ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4) k
@@ -210,20 +222,23 @@ SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_i
 -- transactionPageSql (endDate)
 -- prepared as tx-page-e
 -- params: ["app","2026-10-01T00:00:00.000Z",7,100,"2026-10-14T18:00:00.000Z"]
-SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType"
+SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
+  CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
     FROM (SELECT t.occurred_at AS k_at, t.transaction_id AS k_id FROM read_model.transactions t
           WHERE t.app_id = $1 AND t.occurred_at >= $2 AND t.occurred_at < $5
           ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4) k
@@ -233,20 +248,23 @@ SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_i
 -- transactionPageSql (productId+platform+sandbox)
 -- prepared as tx-page:pfsf
 -- params: ["app","2026-10-01T00:00:00.000Z",7,100,"apple:monthly","apple"]
-SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType"
+SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
+  CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
     FROM (SELECT t.occurred_at AS k_at, t.transaction_id AS k_id FROM read_model.transactions t
           WHERE t.app_id = $1 AND t.occurred_at >= $2 AND t.product_id = $5 AND t.platform = $6 AND t.sandbox IS NOT TRUE
           ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4) k
@@ -256,20 +274,23 @@ SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_i
 -- transactionPageSql (productId+platform+sandbox, endDate)
 -- prepared as tx-page-e:pfsf
 -- params: ["app","2026-10-01T00:00:00.000Z",7,100,"2026-10-14T18:00:00.000Z","apple:monthly","apple"]
-SELECT transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType"
+SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
+  CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
+        ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
     FROM (SELECT t.occurred_at AS k_at, t.transaction_id AS k_id FROM read_model.transactions t
           WHERE t.app_id = $1 AND t.occurred_at >= $2 AND t.occurred_at < $5 AND t.product_id = $6 AND t.platform = $7 AND t.sandbox IS NOT TRUE
           ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4) k

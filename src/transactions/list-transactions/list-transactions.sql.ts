@@ -1,3 +1,4 @@
+import { afterFirstYear, amountUsd, refundShare } from '../../revenue/revenue-cell.sql.js';
 import { dayOf, dayStart, lastDayBefore, nextDayStart } from '../../common/day-index.js';
 import type { ListTransactionsQuery } from './list-transactions.query.js';
 import { transactionFilterConditions } from './transaction-filters.js';
@@ -36,23 +37,41 @@ export type TransactionRow = {
   amountUSD: number | null;
   amountMicros: string | null;
   currency: string | null;
+  revocationType: string | null;
+  refundedShare: number | null;
+  /** Only in TRANSACTION_COLUMNS: the commission tier (proceeds). */
+  afterFirstYear?: boolean | null;
 };
 
-/** The Transaction row as the API returns it (before toView), from read_model.transactions `t`. */
-export const TRANSACTION_COLUMNS = `transaction_id AS "transactionId", purchase_id AS "purchaseId", product_id AS "productId",
-  platform, receipt_id AS "receiptId", sandbox, purchase_date AS "purchaseDate",
-  last_renewal_date AS "lastRenewalDate", renewal_date AS "renewalDate",
-  expiration_date AS "expirationDate", renewal_intent AS "renewalIntent",
-  renewal_intent_change_date AS "renewalIntentChangeDate", cancelation_reason AS "cancelationReason",
-  is_pending AS "isPending", is_acknowledged AS "isAcknowledged", is_consumed AS "isConsumed",
-  is_billing_retry_period AS "isBillingRetryPeriod", is_trial_period AS "isTrialPeriod",
-  is_intro_period AS "isIntroPeriod", is_expired AS "isExpired",
-  grace_period_expiration_date AS "gracePeriodExpirationDate", revocation_date AS "revocationDate",
-  is_upgraded AS "isUpgraded",
-  price_consent_status AS "priceConsentStatus", discount_id AS "discountId", quantity,
-  amount_usd AS "amountUSD", amount_micros AS "amountMicros", currency,
-  offer_type AS "offerType", offer_discount_type AS "offerDiscountType", offer_period AS "offerPeriod",
-  ownership_type AS "ownershipType"`;
+/**
+ * A transaction's stored facts, in the contract's field names, from read_model.transactions `t`:
+ * what a store mapping re-publishes (storedTransaction), with the producer's own amountUSD.
+ */
+const FACT_COLUMNS = `t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.product_id AS "productId",
+  t.platform, t.receipt_id AS "receiptId", t.sandbox, t.purchase_date AS "purchaseDate",
+  t.last_renewal_date AS "lastRenewalDate", t.renewal_date AS "renewalDate",
+  t.expiration_date AS "expirationDate", t.renewal_intent AS "renewalIntent",
+  t.renewal_intent_change_date AS "renewalIntentChangeDate", t.cancelation_reason AS "cancelationReason",
+  t.is_pending AS "isPending", t.is_acknowledged AS "isAcknowledged", t.is_consumed AS "isConsumed",
+  t.is_billing_retry_period AS "isBillingRetryPeriod", t.is_trial_period AS "isTrialPeriod",
+  t.is_intro_period AS "isIntroPeriod", t.is_expired AS "isExpired",
+  t.grace_period_expiration_date AS "gracePeriodExpirationDate", t.revocation_date AS "revocationDate",
+  t.revocation_type AS "revocationType", t.is_upgraded AS "isUpgraded",
+  t.price_consent_status AS "priceConsentStatus", t.discount_id AS "discountId", t.quantity,
+  t.amount_micros AS "amountMicros", t.currency,
+  t.offer_type AS "offerType", t.offer_discount_type AS "offerDiscountType", t.offer_period AS "offerPeriod",
+  t.ownership_type AS "ownershipType"`;
+
+export const STORED_TRANSACTION_COLUMNS = `${FACT_COLUMNS}, t.amount_usd AS "amountUSD", t.refunded_share::float8 AS "refundedShare"`;
+
+/**
+ * The Transaction row as the API returns it (before toView), from read_model.transactions `t`: the
+ * facts, with what is decided when read (docs/revenue.md): amountUSD at the charge day's rate, the
+ * share refunded, and whether the charge falls after the subscriber's first year.
+ */
+export const TRANSACTION_COLUMNS = `${FACT_COLUMNS}, ${amountUsd('t')}::float8 AS "amountUSD",
+  CASE WHEN t.revocation_date IS NOT NULL THEN ${refundShare('t')} END::float8 AS "refundedShare",
+  ${afterFirstYear('t')} AS "afterFirstYear"`;
 
 export type PageStartRow = { total: string | null; day: string | null; before: string | null };
 
