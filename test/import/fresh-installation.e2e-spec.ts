@@ -506,6 +506,7 @@ function googleImportEvents(purchases: GooglePurchase[], voided: { token: string
       tx('app-g', `fresh-google-voided:${v.order}`, fetched + 1, {
         ...data.get(`google:${v.order}`)!,
         revocationDate: iso(v.at),
+        revocationType: 'REFUND_FULL',
         isExpired: true,
         cancelationReason: 'Customer',
       }),

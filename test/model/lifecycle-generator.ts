@@ -28,6 +28,7 @@ export type Step =
   | 'move-transaction'
   | 'correct-date'
   | 'stale-snapshot'
+  | 'partial-refund'
   | 'renewal-with-original-user';
 
 export type PurchaseSpec = {
@@ -90,6 +91,7 @@ const step = fc.constantFrom<Step>(
   'correct-date',
   'stale-snapshot',
   'renewal-with-original-user',
+  'partial-refund',
 );
 
 const purchase: fc.Arbitrary<PurchaseSpec> = fc.record({
@@ -180,6 +182,15 @@ export function expandHistory(spec: HistorySpec, tag: string, hash?: UsernameHas
           if (s === 'refund')
             emit(app, 'transaction.updated', start + 3 * DAY, { ...data, revocationDate: iso(start + 3 * DAY), cancelationReason: 'Customer' });
           if (s === 'stale-snapshot') emit(app, 'transaction.updated', start + 500, { ...data, quantity: 99 });
+          // Apple REFUND_PRORATED (revocationPercentage 25000), Google a voided unit of several
+          if (s === 'partial-refund')
+            emit(app, 'transaction.updated', start + 4 * DAY, {
+              ...data,
+              revocationDate: iso(start + 4 * DAY),
+              cancelationReason: 'Customer',
+              revocationType: 'REFUND_PRORATED',
+              refundedShare: 0.25,
+            });
         }
         return;
       }
@@ -321,6 +332,19 @@ export function expandHistory(spec: HistorySpec, tag: string, hash?: UsernameHas
           }
           case 'correct-date':
             snapshot({ purchaseDate: iso(Date.parse(tx.purchaseDate as string) - 2 * DAY) }, clock + 1000);
+            break;
+          case 'partial-refund':
+            // a prorated refund of the current period: access ends as with any revocation
+            snapshot(
+              {
+                revocationDate: iso(expiration - period / 3),
+                cancelationReason: 'Customer',
+                isExpired: true,
+                revocationType: 'REFUND_PRORATED',
+                refundedShare: 0.5,
+              },
+              expiration - period / 3,
+            );
             break;
           case 'stale-snapshot':
             // published late with an old time: loses to everything newer

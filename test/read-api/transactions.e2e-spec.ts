@@ -75,6 +75,9 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
       priceUSD: 4.99,
       amountMicros: 4990000,
       priceMicros: 4990000,
+      // docs/revenue.md: Apple's 30% taken off (an estimate)
+      proceedsUSD: 3.49,
+      proceedsMicros: 3493000,
     });
     const t3 = res.body.rows[2];
     expect(t3).toMatchObject({ expirationDate: '2024-02-10T00:00:00.000Z', sandbox: false, amountUSD: 9.99, priceUSD: 9.99, currency: 'USD' });
