@@ -27,7 +27,7 @@ import { adminQuery, waitForService } from './proc.mjs';
 import { SERVICE_NODE_FLAGS } from './service-flags.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { values: args } = parseArgs({ options: { transactions: { type: 'string', default: '10000000' }, requests: { type: 'string', default: '200' } } });
+const { values: args } = parseArgs({ options: { transactions: { type: 'string', default: '10000000' }, requests: { type: 'string', default: '200' }, keep: { type: 'boolean', default: false } } });
 const T = Number(args.transactions);
 const REQUESTS = Number(args.requests);
 const admin = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -77,7 +77,7 @@ try {
   // units per euro, on weekdays only, for every quoted currency (USD included)
   await ds.query(`
     INSERT INTO public.fx_rates (currency, day, per_eur)
-    SELECT c, d::date, round((1 + abs(hashint4(hashtext(c) + d::date - date '2000-01-01')) % 1000 / 10000.0) * (1 + abs(hashtext(c)) % 200), 4)
+    SELECT c, d::date, round((1 + abs(hashint4(hashtext(c) + (d::date - date '2000-01-01'))) % 1000 / 10000.0) * (1 + abs(hashtext(c)) % 200), 4)
     FROM generate_series(date '${START}' - 14, date '${END}', interval '1 day') d, unnest(ARRAY['${CURRENCIES.filter((c) => c !== 'EUR').slice(0, -2).join("','")}']) c
     WHERE extract(isodow FROM d) < 6`);
   [{ n: results.rates }] = await ds.query(`SELECT count(*)::int AS n FROM public.fx_rates`);
@@ -121,7 +121,9 @@ try {
 } finally {
   service?.kill('SIGTERM');
   await new Promise((r) => (service && service.exitCode === null ? service.once('exit', r) : r()));
-  await adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  // --keep: the database stays for EXPLAIN (its name is logged)
+  if (args.keep) log(`kept database ${name}`);
+  else await adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }
 
 const [{ version }] = (await (async () => {

@@ -1,6 +1,8 @@
 import type { DataSource } from 'typeorm';
 import type { FxRate } from './ecb-rates.js';
 import { fxRatesSql } from './fx-rates.sql.js';
+import { revenueMonthsSql } from '../revenue/revenue-months.sql.js';
+import { rederiveMonthsAfterRates } from '../revenue/revenue-months.js';
 
 /** Rates per statement: the whole history (~7,000 days × ~30 currencies) is some 40 statements. */
 export const LOAD_CHUNK = 5_000;
@@ -23,6 +25,13 @@ export async function loadRates(db: DataSource, rows: readonly FxRate[], chunk =
       counts.inserted += inserted;
       counts.changed += written.length - inserted;
       counts.unchanged += part.length - written.length;
+    }
+    // the USD months those rates reach, live and in a generation being built, with the rates held so no batch re-derives meanwhile
+    if (rows.length > 0 && counts.inserted + counts.changed > 0) {
+      await m.query(revenueMonthsSql('read_model').holdRates);
+      const days = rows.map((r) => r.day).sort();
+      for (const { schema } of (await m.query(revenueMonthsSql('read_model').generations)) as { schema: string }[])
+        await rederiveMonthsAfterRates(m, schema, days[0], days[days.length - 1]);
     }
     return counts;
   });

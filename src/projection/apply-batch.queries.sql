@@ -109,7 +109,8 @@ WITH now AS (
     ON CONFLICT (app_id, day, platform, product_id, currency, after_first_year) DO UPDATE SET
       n = r.n + excluded.n, unpriced = r.unpriced + excluded.unpriced, gross_micros = r.gross_micros + excluded.gross_micros,
       refunded_micros = r.refunded_micros + excluded.refunded_micros, gross_usd = r.gross_usd + excluded.gross_usd,
-      refunded_usd = r.refunded_usd + excluded.refunded_usd;
+      refunded_usd = r.refunded_usd + excluded.refunded_usd
+    RETURNING app_id, day::text AS day;
 
 -- sql.lockReceiptKeys
 SELECT count(pg_advisory_xact_lock(727003, k.b)) FROM (

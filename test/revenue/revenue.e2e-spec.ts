@@ -1,4 +1,5 @@
 import { plusOneYear, usdPerUnit, type EcbRates } from '../model/reference-model.js';
+import { loadRates as loadEcbRates } from '../../src/fx/load-rates.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { project, txEvent } from '../utils/events.js';
@@ -14,13 +15,12 @@ const RATES: EcbRates = {
   '2026-11-27': { USD: 1.05, JPY: 160, GBP: 0.85 },
 };
 
+/** Through the service's loader (fx import's), which re-derives the USD months the rates reach. */
 async function loadRates(db: TestDatabase, rates: EcbRates): Promise<void> {
-  for (const [day, quoted] of Object.entries(rates))
-    for (const [currency, perEur] of Object.entries(quoted))
-      await db.dataSource.query(
-        `INSERT INTO public.fx_rates (currency, day, per_eur) VALUES ($1, $2, $3) ON CONFLICT (currency, day) DO UPDATE SET per_eur = excluded.per_eur`,
-        [currency, day, perEur],
-      );
+  const rows = Object.entries(rates).flatMap(([day, quoted]) =>
+    Object.entries(quoted).map(([currency, perEur]) => ({ currency, day, perEur: String(perEur) })),
+  );
+  await loadEcbRates(db.dataSource, rows);
 }
 
 describe('revenue in USD (e2e, real PostgreSQL)', () => {
@@ -281,6 +281,7 @@ describe('revenue in USD (e2e, real PostgreSQL)', () => {
       ['2026-10-01', '2026-11-01'],
       ['2026-11-14', '2026-11-15'],
       ['2026-02-01', '2026-06-01'],
+      ['2026-01-20', '2026-04-10'],
     ];
     for (const [start, end] of ranges) {
       for (const groupBy of ['platform', 'product', 'day'] as const) {

@@ -198,14 +198,19 @@ export const MODULES: Record<string, ModuleInputs> = {
     },
   },
   'src/revenue/revenue-report/revenue-report.sql.ts': {
+    notStatements: ['reportParts'],
     cases: {
       revenueReportSql: [
         ['totals', [new RevenueReportQuery(APP, '2026-10-01', '2026-11-01')]],
         ['per day', [new RevenueReportQuery(APP, '2026-10-01', '2026-11-01', 'day')]],
         ['per product', [new RevenueReportQuery(APP, '2026-10-01', '2026-11-01', 'product')]],
         ['per platform', [new RevenueReportQuery(APP, '2026-10-01', '2026-11-01', 'platform')]],
+        ['whole months and edge days', [new RevenueReportQuery(APP, '2026-09-15', '2026-11-10', 'product')]],
       ],
     },
+  },
+  'src/revenue/revenue-months.sql.ts': {
+    cases: { revenueMonthsSql: [['', [LIVE]]] },
   },
   'src/revenue/revenue-cell.sql.ts': {
     notStatements: ['chargedAt', 'afterFirstYear', 'refundShare', 'amountUsd', 'earns', 'revenueCellColumns'],

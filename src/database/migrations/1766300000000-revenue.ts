@@ -11,7 +11,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * - read_model.transactions.revocation_type and refunded_share: a partial refund's facts (Apple's
  *   revocationType and revocationPercentage, Google's voided quantity over the quantity bought).
  * - read_model.revenue_day_sums: per application, UTC charge day, platform, product, currency and
- *   commission tier, the amounts and counts /v2/revenue adds up, kept by the projection.
+ *   commission tier, the amounts and counts /v2/revenue adds up, kept by the projection; and
+ *   read_model.revenue_month_usd, the same per month converted to USD, re-derived from them when they
+ *   or the rates of their days change.
  * Frozen SQL.
  */
 const TRANSACTION_COLUMNS = [
@@ -149,14 +151,39 @@ export class Revenue1766300000000 implements MigrationInterface {
         refunded_usd     numeric NOT NULL,
         PRIMARY KEY (app_id, day, platform, product_id, currency, after_first_year)
       )`);
+    // The same per month in USD (public.usd_rates), so a report over whole months reads a row per month, not one per day and currency
+    await q.query(`
+      CREATE TABLE read_model.revenue_month_usd (
+        app_id           text    NOT NULL,
+        month            date    NOT NULL,
+        platform         text    NOT NULL,
+        product_id       text    NOT NULL,
+        after_first_year boolean NOT NULL,
+        n                bigint  NOT NULL,
+        unpriced         bigint  NOT NULL,
+        unconverted      bigint  NOT NULL,
+        gross_usd        numeric NOT NULL,
+        refunds_usd      numeric NOT NULL,
+        PRIMARY KEY (app_id, month, platform, product_id, after_first_year)
+      )`);
     await q.query(`
       INSERT INTO read_model.revenue_day_sums
       SELECT app_id, day, platform, product_id, currency, after_first_year, sum(n), sum(unpriced),
              sum(gross_micros), sum(gross_micros * refund_share), sum(gross_usd), sum(gross_usd * refund_share)
       FROM (${REVENUE_CELL}) c GROUP BY 1, 2, 3, 4, 5, 6`);
+    await q.query(`
+      INSERT INTO read_model.revenue_month_usd
+      SELECT s.app_id, date_trunc('month', s.day)::date, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
+             sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
+             sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0), sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
+      FROM read_model.revenue_day_sums s
+      LEFT JOIN public.usd_rates((SELECT min(day) FROM read_model.revenue_day_sums), (SELECT max(day) + 1 FROM read_model.revenue_day_sums)) r
+        ON r.day = s.day AND r.currency = s.currency
+      GROUP BY 1, 2, 3, 4, 5`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE read_model.revenue_month_usd`);
     await q.query(`DROP TABLE read_model.revenue_day_sums`);
     await q.query(stampFunction(TRANSACTION_COLUMNS));
     await q.query(`ALTER TABLE read_model.transactions DROP COLUMN revocation_type, DROP COLUMN refunded_share`);

@@ -836,6 +836,20 @@ CREATE TABLE read_model.revenue_day_sums (
         PRIMARY KEY (app_id, day, platform, product_id, currency, after_first_year)
       );
 
+CREATE TABLE read_model.revenue_month_usd (
+        app_id           text    NOT NULL,
+        month            date    NOT NULL,
+        platform         text    NOT NULL,
+        product_id       text    NOT NULL,
+        after_first_year boolean NOT NULL,
+        n                bigint  NOT NULL,
+        unpriced         bigint  NOT NULL,
+        unconverted      bigint  NOT NULL,
+        gross_usd        numeric NOT NULL,
+        refunds_usd      numeric NOT NULL,
+        PRIMARY KEY (app_id, month, platform, product_id, after_first_year)
+      );
+
 INSERT INTO read_model.revenue_day_sums
       SELECT app_id, day, platform, product_id, currency, after_first_year, sum(n), sum(unpriced),
              sum(gross_micros), sum(gross_micros * refund_share), sum(gross_usd), sum(gross_usd * refund_share)
@@ -852,7 +866,18 @@ INSERT INTO read_model.revenue_day_sums
   FROM read_model.transactions t
   WHERE t.sandbox IS NOT TRUE AND t.is_pending IS NOT TRUE AND t.ownership_type IS DISTINCT FROM 'FAMILY_SHARED') c GROUP BY 1, 2, 3, 4, 5, 6;
 
+INSERT INTO read_model.revenue_month_usd
+      SELECT s.app_id, date_trunc('month', s.day)::date, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
+             sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
+             sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0), sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
+      FROM read_model.revenue_day_sums s
+      LEFT JOIN public.usd_rates((SELECT min(day) FROM read_model.revenue_day_sums), (SELECT max(day) + 1 FROM read_model.revenue_day_sums)) r
+        ON r.day = s.day AND r.currency = s.currency
+      GROUP BY 1, 2, 3, 4, 5;
+
 -- Revenue1766300000000 down
+
+DROP TABLE read_model.revenue_month_usd;
 
 DROP TABLE read_model.revenue_day_sums;
 

@@ -1,3 +1,4 @@
+import { revenueMonthsSql } from '../../revenue/revenue-months.sql.js';
 import type { EntityManager } from 'typeorm';
 import { FEED_TABLES, installStampTriggerSql, type StampMode } from '../../change-feed/change-positions.sql.js';
 import { refreshAllSummaries } from '../customer-summaries.js';
@@ -39,6 +40,9 @@ export async function foldStaged(m: Query, schema: string, mode: Exclude<StampMo
   await m.query(q.eraseReceiptOwners);
   await m.query(q.foldCustomers);
   await m.query(q.foldDayCounts);
+  // USD per month from the day sums just folded, under the rates lock as a batch re-derives
+  await m.query(revenueMonthsSql(schema).shareRates);
+  await m.query(q.foldRevenueMonths);
   await m.query(q.dropStaged);
   onStep('indexes');
   for (const { indexdef } of (await m.query(q.secondaryIndexes)) as { indexdef: string }[]) {

@@ -4,52 +4,100 @@
 
 -- revenueReportSql (totals)
 -- prepared as revenue-report:total
--- params: ["app","2026-10-01","2026-11-01"]
-SELECT NULL::text AS key, s.platform, s.after_first_year, sum(s.n)::text AS n, sum(s.unpriced)::text AS unpriced,
-           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END)::text AS unconverted,
-           (sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0))::text AS gross_usd,
-           (sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0))::text AS refunds_usd
-    FROM read_model.revenue_day_sums s
-    LEFT JOIN public.usd_rates($2::date, $3::date) r ON r.day = s.day AND r.currency = s.currency
-    WHERE s.app_id = $1 AND s.day >= $2::date AND s.day < $3::date
+-- params: ["app","2026-10-01","2026-10-01","2026-10-01","2026-11-01","2026-11-01","2026-11-01"]
+WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+    SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
+           sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
+    FROM (
+      SELECT NULL::text AS key, u.platform, u.after_first_year, u.n, u.unpriced, u.unconverted, u.gross_usd AS gross, u.refunds_usd AS refunds
+      FROM read_model.revenue_month_usd u
+      WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
+      UNION ALL
+      SELECT NULL::text, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
+             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      FROM read_model.revenue_day_sums s
+      LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
+    ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3;
 
 -- revenueReportSql (per day)
 -- prepared as revenue-report:day
--- params: ["app","2026-10-01","2026-11-01"]
-SELECT s.day::text AS key, s.platform, s.after_first_year, sum(s.n)::text AS n, sum(s.unpriced)::text AS unpriced,
-           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END)::text AS unconverted,
-           (sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0))::text AS gross_usd,
-           (sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0))::text AS refunds_usd
-    FROM read_model.revenue_day_sums s
-    LEFT JOIN public.usd_rates($2::date, $3::date) r ON r.day = s.day AND r.currency = s.currency
-    WHERE s.app_id = $1 AND s.day >= $2::date AND s.day < $3::date
+-- params: ["app","2026-10-01","2026-11-01","2026-11-01","2026-11-01","2026-11-01","2026-11-01"]
+WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+    SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
+           sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
+    FROM (
+      SELECT u.month::text AS key, u.platform, u.after_first_year, u.n, u.unpriced, u.unconverted, u.gross_usd AS gross, u.refunds_usd AS refunds
+      FROM read_model.revenue_month_usd u
+      WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
+      UNION ALL
+      SELECT s.day::text, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
+             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      FROM read_model.revenue_day_sums s
+      LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
+    ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3;
 
 -- revenueReportSql (per product)
 -- prepared as revenue-report:product
--- params: ["app","2026-10-01","2026-11-01"]
-SELECT s.product_id AS key, s.platform, s.after_first_year, sum(s.n)::text AS n, sum(s.unpriced)::text AS unpriced,
-           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END)::text AS unconverted,
-           (sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0))::text AS gross_usd,
-           (sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0))::text AS refunds_usd
-    FROM read_model.revenue_day_sums s
-    LEFT JOIN public.usd_rates($2::date, $3::date) r ON r.day = s.day AND r.currency = s.currency
-    WHERE s.app_id = $1 AND s.day >= $2::date AND s.day < $3::date
+-- params: ["app","2026-10-01","2026-10-01","2026-10-01","2026-11-01","2026-11-01","2026-11-01"]
+WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+    SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
+           sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
+    FROM (
+      SELECT u.product_id AS key, u.platform, u.after_first_year, u.n, u.unpriced, u.unconverted, u.gross_usd AS gross, u.refunds_usd AS refunds
+      FROM read_model.revenue_month_usd u
+      WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
+      UNION ALL
+      SELECT s.product_id, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
+             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      FROM read_model.revenue_day_sums s
+      LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
+    ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3;
 
 -- revenueReportSql (per platform)
 -- prepared as revenue-report:platform
--- params: ["app","2026-10-01","2026-11-01"]
-SELECT s.platform AS key, s.platform, s.after_first_year, sum(s.n)::text AS n, sum(s.unpriced)::text AS unpriced,
-           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END)::text AS unconverted,
-           (sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0))::text AS gross_usd,
-           (sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0))::text AS refunds_usd
-    FROM read_model.revenue_day_sums s
-    LEFT JOIN public.usd_rates($2::date, $3::date) r ON r.day = s.day AND r.currency = s.currency
-    WHERE s.app_id = $1 AND s.day >= $2::date AND s.day < $3::date
+-- params: ["app","2026-10-01","2026-10-01","2026-10-01","2026-11-01","2026-11-01","2026-11-01"]
+WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+    SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
+           sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
+    FROM (
+      SELECT u.platform AS key, u.platform, u.after_first_year, u.n, u.unpriced, u.unconverted, u.gross_usd AS gross, u.refunds_usd AS refunds
+      FROM read_model.revenue_month_usd u
+      WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
+      UNION ALL
+      SELECT s.platform, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
+             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      FROM read_model.revenue_day_sums s
+      LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
+    ) x
+    GROUP BY 1, 2, 3
+    ORDER BY 1, 2, 3;
+
+-- revenueReportSql (whole months and edge days)
+-- prepared as revenue-report:product
+-- params: ["app","2026-09-15","2026-10-01","2026-10-01","2026-11-01","2026-11-01","2026-11-10"]
+WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+    SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
+           sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
+    FROM (
+      SELECT u.product_id AS key, u.platform, u.after_first_year, u.n, u.unpriced, u.unconverted, u.gross_usd AS gross, u.refunds_usd AS refunds
+      FROM read_model.revenue_month_usd u
+      WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
+      UNION ALL
+      SELECT s.product_id, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
+             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      FROM read_model.revenue_day_sums s
+      LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
+    ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3;

@@ -1,0 +1,45 @@
+import { REVENUE_MONTH_LOCK_SPACE, REVENUE_RATES_LOCK } from '../database/advisory-locks.js';
+
+/**
+ * read_model.revenue_month_usd: per application, month, store, product and commission tier, the
+ * day sums converted to USD at each day's rates (public.usd_rates). Derived, never added to: a month
+ * is re-derived whole from revenue_day_sums when its day sums or its days' rates change, so it
+ * always equals converting the day sums now.
+ */
+export const revenueMonthsSql = (schema: string) => ({
+  /** Shared by re-derivations, so rates cannot change under one (loading rates takes it exclusive). */
+  shareRates: `SELECT pg_advisory_xact_lock_shared(${REVENUE_RATES_LOCK})`,
+  holdRates: `SELECT pg_advisory_xact_lock(${REVENUE_RATES_LOCK})`,
+
+  /** One re-derivation of a month at a time ($1 apps, $2 months), locks taken in one order so batches wait instead of deadlocking. */
+  lockMonths: `
+    SELECT count(pg_advisory_xact_lock(${REVENUE_MONTH_LOCK_SPACE}, k.h)) FROM (
+      SELECT DISTINCT hashtext(app_id || ' ' || month::text) AS h FROM unnest($1::text[], $2::date[]) AS m(app_id, month) ORDER BY 1) k`,
+
+  deleteMonths: `
+    DELETE FROM ${schema}.revenue_month_usd u USING unnest($1::text[], $2::date[]) AS k(app_id, month)
+    WHERE u.app_id = k.app_id AND u.month = k.month`,
+
+  /** The months ($1 apps, $2 first days) from their day sums, at the rates of their days. */
+  deriveMonths: `
+    WITH k AS (SELECT DISTINCT app_id, month FROM unnest($1::text[], $2::date[]) AS k(app_id, month))
+    INSERT INTO ${schema}.revenue_month_usd
+    SELECT s.app_id, k.month, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
+           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
+           sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0),
+           sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
+    FROM k JOIN ${schema}.revenue_day_sums s ON s.app_id = k.app_id AND s.day >= k.month AND s.day < (k.month + interval '1 month')::date
+    LEFT JOIN public.usd_rates((SELECT min(month) FROM k), (SELECT (max(month) + interval '1 month')::date FROM k)) r
+      ON r.day = s.day AND r.currency = s.currency
+    GROUP BY s.app_id, k.month, s.platform, s.product_id, s.after_first_year
+    HAVING sum(s.n) <> 0 OR sum(s.gross_usd) <> 0 OR sum(s.gross_micros) <> 0`,
+
+  /** The schemas holding USD months: the live read models and any generation being built (docs/operations.md, "Rebuild"). */
+  generations: `
+    SELECT table_schema AS schema FROM information_schema.tables
+    WHERE table_name = 'revenue_month_usd' AND (table_schema = 'read_model' OR table_schema LIKE 'read\\_model\\_%') ORDER BY 1`,
+
+  /** Every (app, month) holding day sums from $1 on (the days new rates reach), to re-derive. */
+  monthsFrom: `
+    SELECT DISTINCT app_id, date_trunc('month', day)::date::text AS month FROM ${schema}.revenue_day_sums WHERE day >= $1::date AND day < $2::date`,
+});
