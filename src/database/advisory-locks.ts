@@ -19,10 +19,8 @@ export const REBUILD_LOCK = 727_006;
 export const GOOGLE_VOIDED_POLL_LOCK = 7_186_073_968;
 /** Session lock, one key: one exchange-rate fetcher over every instance (FX_RATES_URL, docs/exchange-rates.md). */
 export const FX_RATES_FETCH_LOCK = 7_088_696_766;
-/** Transaction lock, one key: shared while a batch or a rebuild re-derives USD months, exclusive while rates load (revenue/revenue-months.ts). */
+/** Transaction lock, one key: shared while a batch or a rebuild adds to the USD months, exclusive while rates load and re-derive them (revenue/revenue-months.ts). */
 export const REVENUE_RATES_LOCK = 727_007;
-/** First key of the two-key transaction locks on an application's month of USD sums (hashtext of app and month): one re-derivation at a time. */
-export const REVENUE_MONTH_LOCK_SPACE = 727_008;
 
 export const ADVISORY_LOCKS = {
   MIGRATION_LOCK,
@@ -34,5 +32,4 @@ export const ADVISORY_LOCKS = {
   GOOGLE_VOIDED_POLL_LOCK,
   FX_RATES_FETCH_LOCK,
   REVENUE_RATES_LOCK,
-  REVENUE_MONTH_LOCK_SPACE,
 } as const;

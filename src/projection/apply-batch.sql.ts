@@ -116,8 +116,10 @@ export const sql = (schema: string) => ({
 
   /**
    * Adds a batch's changes to the revenue sums (GET /v2/revenue): the cells of the rows it wrote
-   * ($1, $2) as they are now, less their cells before the batch ($3, read with the lock). Cell
-   * rows are taken in key order, as the other counts are.
+   * ($1, $2) as they are now, less their cells before the batch ($3, read with the lock), to the
+   * day sums, and the same converted at each day's rate to the USD months (the rates lock held
+   * shared, so rates cannot change meanwhile: loading them re-derives months whole). Rows are taken
+   * in key order, day sums then months, as the other counts are.
    */
   addRevenueChanges: `
     WITH now AS (
@@ -132,15 +134,26 @@ export const sql = (schema: string) => ({
              sum(s * gross_micros) AS gross_micros, sum(s * gross_micros * refund_share) AS refunded_micros,
              sum(s * gross_usd) AS gross_usd, sum(s * gross_usd * refund_share) AS refunded_usd
       FROM (SELECT 1 AS s, * FROM now UNION ALL SELECT -1, * FROM before) x
-      GROUP BY app_id, day, platform, product_id, currency, after_first_year)
-    INSERT INTO ${schema}.revenue_day_sums AS r
-    SELECT * FROM d WHERE n <> 0 OR unpriced <> 0 OR gross_micros <> 0 OR refunded_micros <> 0 OR gross_usd <> 0 OR refunded_usd <> 0
-    ORDER BY app_id, day, platform, product_id, currency, after_first_year
-    ON CONFLICT (app_id, day, platform, product_id, currency, after_first_year) DO UPDATE SET
-      n = r.n + excluded.n, unpriced = r.unpriced + excluded.unpriced, gross_micros = r.gross_micros + excluded.gross_micros,
-      refunded_micros = r.refunded_micros + excluded.refunded_micros, gross_usd = r.gross_usd + excluded.gross_usd,
-      refunded_usd = r.refunded_usd + excluded.refunded_usd
-    RETURNING app_id, day::text AS day`,
+      GROUP BY app_id, day, platform, product_id, currency, after_first_year),
+    changed AS (SELECT * FROM d WHERE n <> 0 OR unpriced <> 0 OR gross_micros <> 0 OR refunded_micros <> 0 OR gross_usd <> 0 OR refunded_usd <> 0),
+    days AS (
+      INSERT INTO ${schema}.revenue_day_sums AS r
+      SELECT * FROM changed ORDER BY app_id, day, platform, product_id, currency, after_first_year
+      ON CONFLICT (app_id, day, platform, product_id, currency, after_first_year) DO UPDATE SET
+        n = r.n + excluded.n, unpriced = r.unpriced + excluded.unpriced, gross_micros = r.gross_micros + excluded.gross_micros,
+        refunded_micros = r.refunded_micros + excluded.refunded_micros, gross_usd = r.gross_usd + excluded.gross_usd,
+        refunded_usd = r.refunded_usd + excluded.refunded_usd
+      RETURNING 1)
+    INSERT INTO ${schema}.revenue_month_usd AS u
+    SELECT c.app_id, date_trunc('month', c.day)::date, c.platform, c.product_id, c.after_first_year, sum(c.n), sum(c.unpriced),
+           sum(CASE WHEN c.currency <> '' AND r.usd IS NULL THEN c.n ELSE 0 END),
+           sum(c.gross_usd) + coalesce(sum(c.gross_micros / 1000000 * r.usd), 0), sum(c.refunded_usd) + coalesce(sum(c.refunded_micros / 1000000 * r.usd), 0)
+    FROM changed c CROSS JOIN LATERAL (SELECT public.usd_rate(c.currency, c.day) AS usd) r
+    WHERE (SELECT count(*) FROM days) >= 0
+    GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+    ON CONFLICT (app_id, month, platform, product_id, after_first_year) DO UPDATE SET
+      n = u.n + excluded.n, unpriced = u.unpriced + excluded.unpriced, unconverted = u.unconverted + excluded.unconverted,
+      gross_usd = u.gross_usd + excluded.gross_usd, refunds_usd = u.refunds_usd + excluded.refunds_usd`,
 
   /**
    * Serialises batches that touch the same receipts (taken in one order, so they wait rather than

@@ -16,7 +16,7 @@ import { applyErasures, erasuresFor } from './erasures.js';
 import { openSealedMessages } from '../customers/crypto-shredding/sealed-username.js';
 import { forgetKeysErased } from '../customers/crypto-shredding/forget-keys.js';
 import { forgetAccountTokensErased } from '../customers/account-tokens/account-tokens.js';
-import { monthOf, rederiveMonths } from '../revenue/revenue-months.js';
+import { revenueMonthsSql } from '../revenue/revenue-months.sql.js';
 import { recordFeedDeletions } from '../change-feed/feed-deletions.sql.js';
 import { forgetDeliveries } from '../webhooks/forget-deliveries.js';
 
@@ -496,9 +496,8 @@ async function writeCounts(m: EntityManager, schema: string, { cells, customerDa
   await writeDeltas(m, q.filterCounts, cells);
   await writeDeltas(m, q.customerCells, customerCellDeltas(customerCells));
   if (revenue.appIds.length === 0) return;
-  const revenueCells = (await m.query(q.addRevenueChanges, [revenue.appIds, revenue.transactionIds, revenue.before])) as { app_id: string; day: string }[];
-  const months = new Map(revenueCells.map((c) => [`${c.app_id}\u0000${monthOf(c.day)}`, { app_id: c.app_id, month: monthOf(c.day) }]));
-  await rederiveMonths(m, schema, [...months.values()], 'shared');
+  await m.query(revenueMonthsSql(schema).shareRates);
+  await m.query(q.addRevenueChanges, [revenue.appIds, revenue.transactionIds, revenue.before]);
 }
 
 /** Adds a batch's deltas to a table of counts, then drops the rows a negative delta may have left at zero. */

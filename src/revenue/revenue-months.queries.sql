@@ -8,10 +8,6 @@ SELECT pg_advisory_xact_lock_shared(727007);
 -- revenueMonthsSql.holdRates
 SELECT pg_advisory_xact_lock(727007);
 
--- revenueMonthsSql.lockMonths
-SELECT count(pg_advisory_xact_lock(727008, k.h)) FROM (
-      SELECT DISTINCT hashtext(app_id || ' ' || month::text) AS h FROM unnest($1::text[], $2::date[]) AS m(app_id, month) ORDER BY 1) k;
-
 -- revenueMonthsSql.deleteMonths
 DELETE FROM read_model.revenue_month_usd u USING unnest($1::text[], $2::date[]) AS k(app_id, month)
     WHERE u.app_id = k.app_id AND u.month = k.month;

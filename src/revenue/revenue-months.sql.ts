@@ -1,20 +1,15 @@
-import { REVENUE_MONTH_LOCK_SPACE, REVENUE_RATES_LOCK } from '../database/advisory-locks.js';
+import { REVENUE_RATES_LOCK } from '../database/advisory-locks.js';
 
 /**
  * read_model.revenue_month_usd: per application, month, store, product and commission tier, the
- * day sums converted to USD at each day's rates (public.usd_rates). Derived, never added to: a month
- * is re-derived whole from revenue_day_sums when its day sums or its days' rates change, so it
- * always equals converting the day sums now.
+ * day sums converted to USD at each day's rates (public.usd_rates). A batch adds its changes to the
+ * day sums converted at the rates loaded now (apply-batch.sql.ts, addRevenueChanges); loading rates
+ * re-derives the months they reach whole, so a month always equals converting its day sums now.
  */
 export const revenueMonthsSql = (schema: string) => ({
-  /** Shared by re-derivations, so rates cannot change under one (loading rates takes it exclusive). */
+  /** Shared by a batch adding to the months, exclusive while rates load and months are re-derived. */
   shareRates: `SELECT pg_advisory_xact_lock_shared(${REVENUE_RATES_LOCK})`,
   holdRates: `SELECT pg_advisory_xact_lock(${REVENUE_RATES_LOCK})`,
-
-  /** One re-derivation of a month at a time ($1 apps, $2 months), locks taken in one order so batches wait instead of deadlocking. */
-  lockMonths: `
-    SELECT count(pg_advisory_xact_lock(${REVENUE_MONTH_LOCK_SPACE}, k.h)) FROM (
-      SELECT DISTINCT hashtext(app_id || ' ' || month::text) AS h FROM unnest($1::text[], $2::date[]) AS m(app_id, month) ORDER BY 1) k`,
 
   deleteMonths: `
     DELETE FROM ${schema}.revenue_month_usd u USING unnest($1::text[], $2::date[]) AS k(app_id, month)

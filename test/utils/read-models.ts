@@ -57,13 +57,13 @@ export async function expectRevenueKept(db: DataSource, schema = 'read_model') {
   const [months, ofDays] = await Promise.all([
     db.query(`SELECT app_id, month::text, platform, product_id, after_first_year, n::int, unpriced::int, unconverted::int,
                      round(gross_usd, 9)::text AS gross, round(refunds_usd, 9)::text AS refunds
-              FROM ${schema}.revenue_month_usd ORDER BY 1, 2, 3, 4, 5`),
+              FROM ${schema}.revenue_month_usd WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5`),
     db.query(`SELECT app_id, to_char(day, 'YYYY-MM-01') AS month, platform, product_id, after_first_year, sum(n)::int AS n, sum(unpriced)::int AS unpriced,
                      sum(CASE WHEN currency <> '' AND public.usd_rate(currency, day) IS NULL THEN n ELSE 0 END)::int AS unconverted,
                      round(sum(gross_usd + coalesce(gross_micros / 1000000 * public.usd_rate(currency, day), 0)), 9)::text AS gross,
                      round(sum(refunded_usd + coalesce(refunded_micros / 1000000 * public.usd_rate(currency, day), 0)), 9)::text AS refunds
               FROM ${schema}.revenue_day_sums GROUP BY 1, 2, 3, 4, 5
-              HAVING sum(n) <> 0 OR sum(gross_usd) <> 0 OR sum(gross_micros) <> 0 ORDER BY 1, 2, 3, 4, 5`),
+              HAVING sum(n) <> 0 ORDER BY 1, 2, 3, 4, 5`),
   ]);
   if (JSON.stringify(months) !== JSON.stringify(ofDays)) {
     throw new Error(`revenue_month_usd drifted from the day sums:\nkept ${JSON.stringify(months)}\ndays ${JSON.stringify(ofDays)}`);
