@@ -116,7 +116,8 @@ WITH now AS (
     SELECT c.app_id, date_trunc('month', c.day)::date, c.platform, c.product_id, c.after_first_year, sum(c.n), sum(c.unpriced),
            sum(CASE WHEN c.currency <> '' AND r.usd IS NULL THEN c.n ELSE 0 END),
            sum(c.gross_usd) + coalesce(sum(c.gross_micros / 1000000 * r.usd), 0), sum(c.refunded_usd) + coalesce(sum(c.refunded_micros / 1000000 * r.usd), 0)
-    FROM changed c CROSS JOIN LATERAL (SELECT public.usd_rate(c.currency, c.day) AS usd) r
+    FROM changed c
+    LEFT JOIN public.usd_rates((SELECT min(day) FROM changed), (SELECT max(day) + 1 FROM changed)) r ON r.day = c.day AND r.currency = c.currency
     WHERE (SELECT count(*) FROM days) >= 0
     GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
     ON CONFLICT (app_id, month, platform, product_id, after_first_year) DO UPDATE SET

@@ -117,7 +117,8 @@ export const sql = (schema: string) => ({
   /**
    * Adds a batch's changes to the revenue sums (GET /v2/revenue): the cells of the rows it wrote
    * ($1, $2) as they are now, less their cells before the batch ($3, read with the lock), to the
-   * day sums, and the same converted at each day's rate to the USD months (the rates lock held
+   * day sums, and the same converted at each day's rate (usd_rates once over the batch's days: stores
+   * send in time order, so a batch spans a few) to the USD months (the rates lock held
    * shared, so rates cannot change meanwhile: loading them re-derives months whole). Rows are taken
    * in key order, day sums then months, as the other counts are.
    */
@@ -148,7 +149,8 @@ export const sql = (schema: string) => ({
     SELECT c.app_id, date_trunc('month', c.day)::date, c.platform, c.product_id, c.after_first_year, sum(c.n), sum(c.unpriced),
            sum(CASE WHEN c.currency <> '' AND r.usd IS NULL THEN c.n ELSE 0 END),
            sum(c.gross_usd) + coalesce(sum(c.gross_micros / 1000000 * r.usd), 0), sum(c.refunded_usd) + coalesce(sum(c.refunded_micros / 1000000 * r.usd), 0)
-    FROM changed c CROSS JOIN LATERAL (SELECT public.usd_rate(c.currency, c.day) AS usd) r
+    FROM changed c
+    LEFT JOIN public.usd_rates((SELECT min(day) FROM changed), (SELECT max(day) + 1 FROM changed)) r ON r.day = c.day AND r.currency = c.currency
     WHERE (SELECT count(*) FROM days) >= 0
     GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
     ON CONFLICT (app_id, month, platform, product_id, after_first_year) DO UPDATE SET
