@@ -4,7 +4,7 @@ import { CommandRunner, Option, SubCommand } from 'nest-commander';
 import { APP_CONFIG, type AppConfig, type GoogleSettings } from '../config/app-config.js';
 import { openDatabase } from '../database/open-database.js';
 import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
-import { googleVoidedImportEvents, importGooglePurchase, parseGoogleLine, type GoogleImportLine } from '../import/google/google-import.js';
+import { googleVoidedImportEvents, importGooglePurchase, parseGoogleLine, type GoogleImportLine, type StoredOrder } from '../import/google/google-import.js';
 import { GOOGLE_VOIDED_KIND, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../import/google/google-voided.js';
 import type { SourceLine } from '../import/import-runner.js';
 import { fileDigest, fileLines } from '../import/import-source.js';
@@ -115,6 +115,8 @@ export class ImportGoogleVoidedCommand extends CommandRunner {
     try {
       // One journal per package whatever --since says: a void (order and time) is done once, in any listing.
       const digest = createHash('sha256').update(packageName).digest('hex');
+      // orders this run revoked: a second void of one order adds to the first (googleVoidedImportEvents)
+      const published = new Map<string, StoredOrder>();
       await runCliImport<androidpublisher_v3.Schema$VoidedPurchase>(this.config, {
         dryRun: options.dryRun,
         appId,
@@ -124,7 +126,7 @@ export class ImportGoogleVoidedCommand extends CommandRunner {
         lines: numbered(listVoidedPurchases(api, packageName, since)),
         parseLine: (text) => JSON.parse(text) as androidpublisher_v3.Schema$VoidedPurchase,
         keyOf: (v) => voidedItemKey(v),
-        fetchEvents: async (v) => googleVoidedImportEvents(appId, v, await storedOrder(db, appId, v.orderId)),
+        fetchEvents: async (v) => googleVoidedImportEvents(appId, v, await storedOrder(db, appId, v.orderId), published),
       });
     } finally {
       await close();

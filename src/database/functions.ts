@@ -1,5 +1,5 @@
 import { FEED_TABLES, stampFunctionSql } from '../change-feed/change-positions.sql.js';
-import { USD_AMOUNT_SQL, USD_RATE_SQL, USD_RATES_SQL } from '../revenue/usd-functions.js';
+import { USD_AMOUNT_SQL, USD_RATE_SQL } from '../revenue/usd-functions.js';
 
 // The database functions the service relies on, declared once, as the current release wants them
 // (immich server/src/schema/functions.ts). A migration never imports these: it carries the text as
@@ -19,7 +19,6 @@ const ERASURE_HASH = `
 export const DATABASE_FUNCTIONS: readonly DatabaseFunction[] = [
   ...FEED_TABLES.map((table) => ({ signature: `public.stamp_${table}_change()`, sql: stampFunctionSql(table) })),
   { signature: 'public.erasure_hash(text, text)', sql: ERASURE_HASH },
-  { signature: 'public.usd_rates(date, date)', sql: USD_RATES_SQL },
   { signature: 'public.usd_rate(text, date)', sql: USD_RATE_SQL },
   { signature: 'public.usd_amount(numeric, text, timestamp with time zone)', sql: USD_AMOUNT_SQL },
 ];

@@ -7,4 +7,4 @@ INSERT INTO public.fx_rates AS r (currency, day, per_eur)
     SELECT * FROM unnest($1::text[], $2::date[], $3::numeric[])
     ON CONFLICT (currency, day) DO UPDATE SET per_eur = excluded.per_eur
     WHERE r.per_eur <> excluded.per_eur
-    RETURNING (r.xmax = 0) AS inserted;
+    RETURNING (r.xmax = 0) AS inserted, r.day::text AS day;

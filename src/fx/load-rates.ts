@@ -16,22 +16,29 @@ export type LoadCounts = { inserted: number; changed: number; unchanged: number 
 export async function loadRates(db: DataSource, rows: readonly FxRate[], chunk = LOAD_CHUNK): Promise<LoadCounts> {
   return db.transaction(async (m) => {
     const counts: LoadCounts = { inserted: 0, changed: 0, unchanged: 0 };
+    // the days of the rates actually written: a history file loaded again with one new day re-derives that day's months only
+    let firstWritten: string | undefined;
+    let lastWritten: string | undefined;
     for (let i = 0; i < rows.length; i += chunk) {
       const part = rows.slice(i, i + chunk);
       const written = (await m.query(fxRatesSql.upsert, [part.map((r) => r.currency), part.map((r) => r.day), part.map((r) => r.perEur)])) as {
         inserted: boolean;
+        day: string;
       }[];
+      for (const w of written) {
+        if (firstWritten === undefined || w.day < firstWritten) firstWritten = w.day;
+        if (lastWritten === undefined || w.day > lastWritten) lastWritten = w.day;
+      }
       const inserted = written.filter((w) => w.inserted).length;
       counts.inserted += inserted;
       counts.changed += written.length - inserted;
       counts.unchanged += part.length - written.length;
     }
     // the USD months those rates reach, live and in a generation being built, with the rates held so no batch re-derives meanwhile
-    if (rows.length > 0 && counts.inserted + counts.changed > 0) {
+    if (firstWritten !== undefined && lastWritten !== undefined) {
       await m.query(revenueMonthsSql('read_model').holdRates);
-      const days = rows.map((r) => r.day).sort();
       for (const { schema } of (await m.query(revenueMonthsSql('read_model').generations)) as { schema: string }[])
-        await rederiveMonthsAfterRates(m, schema, days[0], days[days.length - 1]);
+        await rederiveMonthsAfterRates(m, schema, firstWritten, lastWritten);
     }
     return counts;
   });

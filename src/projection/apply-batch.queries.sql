@@ -117,7 +117,7 @@ WITH now AS (
            sum(CASE WHEN c.currency <> '' AND r.usd IS NULL THEN c.n ELSE 0 END),
            sum(c.gross_usd) + coalesce(sum(c.gross_micros / 1000000 * r.usd), 0), sum(c.refunded_usd) + coalesce(sum(c.refunded_micros / 1000000 * r.usd), 0)
     FROM changed c
-    LEFT JOIN public.usd_rates((SELECT min(day) FROM changed), (SELECT max(day) + 1 FROM changed)) r ON r.day = c.day AND r.currency = c.currency
+    LEFT JOIN (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM changed WHERE currency <> '') p) r ON r.day = c.day AND r.currency = c.currency
     WHERE (SELECT count(*) FROM days) >= 0
     GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
     ON CONFLICT (app_id, month, platform, product_id, after_first_year) DO UPDATE SET

@@ -117,8 +117,8 @@ export const sql = (schema: string) => ({
   /**
    * Adds a batch's changes to the revenue sums (GET /v2/revenue): the cells of the rows it wrote
    * ($1, $2) as they are now, less their cells before the batch ($3, read with the lock), to the
-   * day sums, and the same converted at each day's rate (usd_rates once over the batch's days: stores
-   * send in time order, so a batch spans a few) to the USD months (the rates lock held
+   * day sums, and the same converted at each day's rate (usd_rate once per day and currency the
+   * batch changed) to the USD months (the rates lock held
    * shared, so rates cannot change meanwhile: loading them re-derives months whole). Rows are taken
    * in key order, day sums then months, as the other counts are.
    */
@@ -150,7 +150,7 @@ export const sql = (schema: string) => ({
            sum(CASE WHEN c.currency <> '' AND r.usd IS NULL THEN c.n ELSE 0 END),
            sum(c.gross_usd) + coalesce(sum(c.gross_micros / 1000000 * r.usd), 0), sum(c.refunded_usd) + coalesce(sum(c.refunded_micros / 1000000 * r.usd), 0)
     FROM changed c
-    LEFT JOIN public.usd_rates((SELECT min(day) FROM changed), (SELECT max(day) + 1 FROM changed)) r ON r.day = c.day AND r.currency = c.currency
+    LEFT JOIN (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM changed WHERE currency <> '') p) r ON r.day = c.day AND r.currency = c.currency
     WHERE (SELECT count(*) FROM days) >= 0
     GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
     ON CONFLICT (app_id, month, platform, product_id, after_first_year) DO UPDATE SET

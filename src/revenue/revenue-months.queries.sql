@@ -13,21 +13,24 @@ DELETE FROM read_model.revenue_month_usd u USING unnest($1::text[], $2::date[]) 
     WHERE u.app_id = k.app_id AND u.month = k.month;
 
 -- revenueMonthsSql.deriveMonths
-WITH k AS (SELECT DISTINCT app_id, month FROM unnest($1::text[], $2::date[]) AS k(app_id, month))
+WITH k AS (SELECT DISTINCT app_id, month FROM unnest($1::text[], $2::date[]) AS k(app_id, month)),
+    days AS MATERIALIZED (
+      SELECT s.*, k.month FROM k JOIN read_model.revenue_day_sums s
+        ON s.app_id = k.app_id AND s.day >= k.month AND s.day < (k.month + interval '1 month')::date),
+    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM days WHERE currency <> '') p)
     INSERT INTO read_model.revenue_month_usd
-    SELECT s.app_id, k.month, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
+    SELECT s.app_id, s.month, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
            sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
            sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0),
            sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
-    FROM k JOIN read_model.revenue_day_sums s ON s.app_id = k.app_id AND s.day >= k.month AND s.day < (k.month + interval '1 month')::date
-    LEFT JOIN public.usd_rates((SELECT min(month) FROM k), (SELECT (max(month) + interval '1 month')::date FROM k)) r
-      ON r.day = s.day AND r.currency = s.currency
-    GROUP BY s.app_id, k.month, s.platform, s.product_id, s.after_first_year
-    HAVING sum(s.n) <> 0 OR sum(s.gross_usd) <> 0 OR sum(s.gross_micros) <> 0;
+    FROM days s LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
+    GROUP BY s.app_id, s.month, s.platform, s.product_id, s.after_first_year
+    HAVING sum(s.n) <> 0;
 
 -- revenueMonthsSql.generations
 SELECT table_schema AS schema FROM information_schema.tables
     WHERE table_name = 'revenue_month_usd' AND (table_schema = 'read_model' OR table_schema LIKE 'read\_model\_%') ORDER BY 1;
 
 -- revenueMonthsSql.monthsFrom
-SELECT DISTINCT app_id, date_trunc('month', day)::date::text AS month FROM read_model.revenue_day_sums WHERE day >= $1::date AND day < $2::date;
+SELECT DISTINCT app_id, date_trunc('month', day)::date::text AS month FROM read_model.revenue_day_sums WHERE day >= $1::date AND day < $2::date
+    ORDER BY 2, 1;

@@ -2,7 +2,7 @@ import { REVENUE_RATES_LOCK } from '../database/advisory-locks.js';
 
 /**
  * read_model.revenue_month_usd: per application, month, store, product and commission tier, the
- * day sums converted to USD at each day's rates (public.usd_rates). A batch adds its changes to the
+ * day sums converted to USD at each day's rates (public.usd_rate). A batch adds its changes to the
  * day sums converted at the rates loaded now (apply-batch.sql.ts, addRevenueChanges); loading rates
  * re-derives the months they reach whole, so a month always equals converting its day sums now.
  */
@@ -17,17 +17,19 @@ export const revenueMonthsSql = (schema: string) => ({
 
   /** The months ($1 apps, $2 first days) from their day sums, at the rates of their days. */
   deriveMonths: `
-    WITH k AS (SELECT DISTINCT app_id, month FROM unnest($1::text[], $2::date[]) AS k(app_id, month))
+    WITH k AS (SELECT DISTINCT app_id, month FROM unnest($1::text[], $2::date[]) AS k(app_id, month)),
+    days AS MATERIALIZED (
+      SELECT s.*, k.month FROM k JOIN ${schema}.revenue_day_sums s
+        ON s.app_id = k.app_id AND s.day >= k.month AND s.day < (k.month + interval '1 month')::date),
+    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM days WHERE currency <> '') p)
     INSERT INTO ${schema}.revenue_month_usd
-    SELECT s.app_id, k.month, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
+    SELECT s.app_id, s.month, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
            sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
            sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0),
            sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
-    FROM k JOIN ${schema}.revenue_day_sums s ON s.app_id = k.app_id AND s.day >= k.month AND s.day < (k.month + interval '1 month')::date
-    LEFT JOIN public.usd_rates((SELECT min(month) FROM k), (SELECT (max(month) + interval '1 month')::date FROM k)) r
-      ON r.day = s.day AND r.currency = s.currency
-    GROUP BY s.app_id, k.month, s.platform, s.product_id, s.after_first_year
-    HAVING sum(s.n) <> 0 OR sum(s.gross_usd) <> 0 OR sum(s.gross_micros) <> 0`,
+    FROM days s LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
+    GROUP BY s.app_id, s.month, s.platform, s.product_id, s.after_first_year
+    HAVING sum(s.n) <> 0`,
 
   /** The schemas holding USD months: the live read models and any generation being built (docs/operations.md, "Rebuild"). */
   generations: `
@@ -36,5 +38,6 @@ export const revenueMonthsSql = (schema: string) => ({
 
   /** Every (app, month) holding day sums from $1 on (the days new rates reach), to re-derive. */
   monthsFrom: `
-    SELECT DISTINCT app_id, date_trunc('month', day)::date::text AS month FROM ${schema}.revenue_day_sums WHERE day >= $1::date AND day < $2::date`,
+    SELECT DISTINCT app_id, date_trunc('month', day)::date::text AS month FROM ${schema}.revenue_day_sums WHERE day >= $1::date AND day < $2::date
+    ORDER BY 2, 1`,
 });

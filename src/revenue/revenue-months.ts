@@ -15,9 +15,9 @@ async function rederiveMonths(m: Pick<EntityManager, 'query'>, schema: string, m
   await m.query(q.deriveMonths, [apps, firsts]);
 }
 
-/** After rates for the days [from, to) changed: every month of every app those rates reach (a rate serves the 13 days after it too). */
-export async function rederiveMonthsAfterRates(m: Pick<EntityManager, 'query'>, schema: string, from: string, to: string): Promise<number> {
-  const reach = new Date(Date.parse(to) + 13 * 86_400_000).toISOString().slice(0, 10);
+/** After rates for the days from `from` to `last` changed: every month of every app those rates reach (a rate serves the 13 days after it too). */
+export async function rederiveMonthsAfterRates(m: Pick<EntityManager, 'query'>, schema: string, from: string, last: string): Promise<number> {
+  const reach = new Date(Date.parse(last) + 14 * 86_400_000).toISOString().slice(0, 10);
   const months = (await m.query(revenueMonthsSql(schema).monthsFrom, [from, reach])) as { app_id: string; month: string }[];
   // a month at a time keeps each statement's work bounded whatever the history loaded
   for (let i = 0; i < months.length; i += 50) await rederiveMonths(m, schema, months.slice(i, i + 50));

@@ -779,22 +779,18 @@ CREATE TABLE public.fx_rates (
         PRIMARY KEY (currency, day)
       );
 
-CREATE OR REPLACE FUNCTION public.usd_rates(from_day date, to_day date) RETURNS TABLE (day date, currency text, usd numeric)
-      LANGUAGE sql STABLE PARALLEL SAFE AS $$
-        WITH days AS (
-          SELECT d::date AS day, (SELECT max(r.day) FROM public.fx_rates r WHERE r.currency = 'USD' AND r.day <= d::date AND r.day > d::date - 14) AS quoted
-          FROM generate_series(from_day, to_day - 1, interval '1 day') d)
-        SELECT days.day, 'USD', 1::numeric FROM days
-        UNION ALL
-        SELECT days.day, 'EUR', u.per_eur FROM days JOIN public.fx_rates u ON u.currency = 'USD' AND u.day = days.quoted
-        UNION ALL
-        SELECT days.day, c.currency, u.per_eur / c.per_eur
-        FROM days JOIN public.fx_rates u ON u.currency = 'USD' AND u.day = days.quoted
-        JOIN public.fx_rates c ON c.day = days.quoted AND c.currency <> 'USD'
-      $$;
-
 CREATE OR REPLACE FUNCTION public.usd_rate(code text, on_day date) RETURNS numeric LANGUAGE sql STABLE PARALLEL SAFE AS $$
-        SELECT r.usd FROM public.usd_rates(on_day, on_day + 1) r WHERE r.currency = code
+        SELECT CASE
+          WHEN code IS NULL OR on_day IS NULL THEN NULL
+          WHEN code = 'USD' THEN 1
+          ELSE (
+            SELECT u.per_eur / CASE WHEN code = 'EUR' THEN 1 ELSE c.per_eur END
+            FROM (SELECT r.day, r.per_eur FROM public.fx_rates r
+                  WHERE r.currency = 'USD' AND r.day <= on_day AND r.day > on_day - 14
+                  ORDER BY r.day DESC LIMIT 1) u
+            LEFT JOIN public.fx_rates c ON c.currency = code AND c.day = u.day
+            WHERE code = 'EUR' OR c.per_eur IS NOT NULL)
+        END
       $$;
 
 CREATE OR REPLACE FUNCTION public.usd_amount(micros numeric, code text, charged_at timestamptz) RETURNS numeric LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -859,8 +855,8 @@ INSERT INTO read_model.revenue_day_sums
          (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date) >= t.purchase_date + interval '1 year') AS after_first_year,
          1 AS n,
          CASE WHEN t.amount_usd IS NULL AND (t.amount_micros IS NULL OR t.currency IS NULL) THEN 1 ELSE 0 END AS unpriced,
-         CASE WHEN t.amount_usd IS NULL AND t.currency IS NOT NULL THEN coalesce(t.amount_micros, 0) ELSE 0 END AS gross_micros,
-         coalesce(t.amount_usd, 0) AS gross_usd,
+         CASE WHEN t.amount_usd IS NULL AND t.currency IS NOT NULL THEN coalesce(t.amount_micros, 0) ELSE 0 END::numeric AS gross_micros,
+         coalesce(t.amount_usd, 0)::numeric AS gross_usd,
          CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
               ELSE coalesce(t.refunded_share, 1) END AS refund_share
   FROM read_model.transactions t
@@ -871,7 +867,8 @@ INSERT INTO read_model.revenue_month_usd
              sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
              sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0), sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
       FROM read_model.revenue_day_sums s
-      LEFT JOIN public.usd_rates((SELECT min(day) FROM read_model.revenue_day_sums), (SELECT max(day) + 1 FROM read_model.revenue_day_sums)) r
+      LEFT JOIN (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd
+                 FROM (SELECT DISTINCT day, currency FROM read_model.revenue_day_sums WHERE currency <> '') p) r
         ON r.day = s.day AND r.currency = s.currency
       GROUP BY 1, 2, 3, 4, 5;
 
@@ -903,8 +900,6 @@ ALTER TABLE read_model.transactions DROP COLUMN revocation_type, DROP COLUMN ref
 DROP FUNCTION public.usd_amount(numeric, text, timestamptz);
 
 DROP FUNCTION public.usd_rate(text, date);
-
-DROP FUNCTION public.usd_rates(date, date);
 
 DROP TABLE public.fx_rates;
 

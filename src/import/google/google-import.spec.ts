@@ -39,6 +39,16 @@ const MAY_21 = String(Date.parse('2026-05-21T09:00:00Z'));
 const MAY_22 = String(Date.parse('2026-05-22T09:00:00Z'));
 
 describe('googleVoidedImportEvents: whole and partial refunds', () => {
+  it('given two voids of one order in one run, before the read models show the first, then the second adds to the first (2/3), in a later event', () => {
+    const published = new Map<string, StoredOrder>();
+    const first = googleVoidedImportEvents('app', voided(MAY_21, 1), stored(), published);
+    const second = googleVoidedImportEvents('app', voided(MAY_22, 1), stored(), published);
+    expect(dataOf(first)).toMatchObject({ refundedShare: 1 / 3 });
+    expect(dataOf(second)).toMatchObject({ revocationDate: '2026-05-22T09:00:00.000Z', revocationType: 'REFUND_PRORATED', refundedShare: 2 / 3 });
+    const times = [first, second].map((r) => ('events' in r ? (r.events[0] as unknown as { time: string }).time : ''));
+    expect(times[1] > times[0]).toBe(true);
+  });
+
   it('given a void without voidedQuantity, then the order revoked at voidedTimeMillis, REFUND_FULL', () => {
     const data = dataOf(googleVoidedImportEvents('app', voided(MAY_21), stored()));
     expect(data).toMatchObject({ revocationDate: '2026-05-21T09:00:00.000Z', revocationType: 'REFUND_FULL', isExpired: true, quantity: 3 });

@@ -188,8 +188,17 @@ export type StoredOrder = StoredTransaction;
  * purchase token first). A quantity-based partial refund (voidedQuantity) revokes the order with the
  * share of its units refunded so far (googleVoidRefund); a later void of the same order adds to it.
  */
-export function googleVoidedImportEvents(appId: string, v: androidpublisher_v3.Schema$VoidedPurchase, stored: StoredOrder | undefined): LineResult {
+export function googleVoidedImportEvents(
+  appId: string,
+  v: androidpublisher_v3.Schema$VoidedPurchase,
+  fromReadModels: StoredOrder | undefined,
+  published?: Map<string, StoredOrder>,
+): LineResult {
   if (!v.orderId) return { skip: 'the voided purchase carries no orderId' };
+  // The read models follow the log asynchronously: within one run, an order's snapshot this run
+  // already published is the newer, so a second partial refund adds to the first instead of replacing it.
+  const mine = published?.get(v.orderId);
+  const stored = mine && (!fromReadModels || mine.versionTime >= fromReadModels.versionTime) ? mine : fromReadModels;
   const ms = /^\d{1,16}$/.test(v.voidedTimeMillis ?? '') ? Number(v.voidedTimeMillis) : NaN;
   if (!Number.isFinite(ms)) return { skip: `order ${v.orderId}: voidedTimeMillis is not epoch milliseconds` };
   if (!stored) return { skip: `order ${v.orderId} is not in the read models: nothing to revoke (import its purchase token with \`import google\` first)` };
@@ -199,7 +208,10 @@ export function googleVoidedImportEvents(appId: string, v: androidpublisher_v3.S
   const voidedAt = new Date(ms);
   const time = new Date(Math.max(ms, stored.versionTime.getTime() + 1));
   const messageId = `google-voided:${createHash('sha256').update(`${v.orderId}\n${v.voidedTimeMillis}`).digest('base64url').slice(0, 32)}`;
-  return { events: asImportEvents(mapped(() => googleVoidedEvents(appId, messageId, stored.snapshot, voidedAt, time, refund))) };
+  const events = mapped(() => googleVoidedEvents(appId, messageId, stored.snapshot, voidedAt, time, refund));
+  const snapshot = events.find((e) => e.type === 'transaction.updated')?.data;
+  if (published && snapshot) published.set(v.orderId, { snapshot: snapshot as Record<string, unknown>, versionTime: time });
+  return { events: asImportEvents(events) };
 }
 
 const asImportEvents = (events: ContractEvent[]) => events as unknown as ImportEvent[];

@@ -107,7 +107,7 @@ INSERT INTO read_model_next.revenue_month_usd
            sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0),
            sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
     FROM read_model_next.revenue_day_sums s
-    LEFT JOIN public.usd_rates((SELECT min(day) FROM read_model_next.revenue_day_sums), (SELECT max(day) + 1 FROM read_model_next.revenue_day_sums)) r
+    LEFT JOIN (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM read_model_next.revenue_day_sums WHERE currency <> '') p) r
       ON r.day = s.day AND r.currency = s.currency
     GROUP BY 1, 2, 3, 4, 5
     HAVING sum(s.n) <> 0 OR sum(s.gross_usd) <> 0 OR sum(s.gross_micros) <> 0;

@@ -40,9 +40,6 @@ export async function foldStaged(m: Query, schema: string, mode: Exclude<StampMo
   await m.query(q.eraseReceiptOwners);
   await m.query(q.foldCustomers);
   await m.query(q.foldDayCounts);
-  // USD per month from the day sums just folded, under the rates lock as a batch re-derives
-  await m.query(revenueMonthsSql(schema).shareRates);
-  await m.query(q.foldRevenueMonths);
   await m.query(q.dropStaged);
   onStep('indexes');
   for (const { indexdef } of (await m.query(q.secondaryIndexes)) as { indexdef: string }[]) {
@@ -58,4 +55,8 @@ export async function foldStaged(m: Query, schema: string, mode: Exclude<StampMo
   onStep('customer summaries');
   await refreshAllSummaries(m, schema, 5000);
   await m.query(`ANALYZE ${schema}.customers`);
+  // Last: USD per month from the day sums, under the rates lock as a batch adds to them, held only
+  // from here to the commit (a rates load waiting for it would queue every live batch behind it)
+  await m.query(revenueMonthsSql(schema).shareRates);
+  await m.query(q.foldRevenueMonths);
 }

@@ -5,7 +5,10 @@
 -- revenueReportSql (totals)
 -- prepared as revenue-report:total
 -- params: ["app","2026-10-01","2026-10-01","2026-10-01","2026-11-01","2026-11-01","2026-11-01"]
-WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+WITH edges AS MATERIALIZED (
+      SELECT * FROM read_model.revenue_day_sums s
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))),
+    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM edges WHERE currency <> '') p)
     SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
            sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
     FROM (
@@ -15,9 +18,8 @@ WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION
       UNION ALL
       SELECT NULL::text, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
              s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
-      FROM read_model.revenue_day_sums s
+      FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
-      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
     ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3;
@@ -25,7 +27,10 @@ WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION
 -- revenueReportSql (per day)
 -- prepared as revenue-report:day
 -- params: ["app","2026-10-01","2026-11-01","2026-11-01","2026-11-01","2026-11-01","2026-11-01"]
-WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+WITH edges AS MATERIALIZED (
+      SELECT * FROM read_model.revenue_day_sums s
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))),
+    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM edges WHERE currency <> '') p)
     SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
            sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
     FROM (
@@ -35,9 +40,8 @@ WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION
       UNION ALL
       SELECT s.day::text, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
              s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
-      FROM read_model.revenue_day_sums s
+      FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
-      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
     ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3;
@@ -45,7 +49,10 @@ WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION
 -- revenueReportSql (per product)
 -- prepared as revenue-report:product
 -- params: ["app","2026-10-01","2026-10-01","2026-10-01","2026-11-01","2026-11-01","2026-11-01"]
-WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+WITH edges AS MATERIALIZED (
+      SELECT * FROM read_model.revenue_day_sums s
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))),
+    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM edges WHERE currency <> '') p)
     SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
            sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
     FROM (
@@ -55,9 +62,8 @@ WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION
       UNION ALL
       SELECT s.product_id, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
              s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
-      FROM read_model.revenue_day_sums s
+      FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
-      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
     ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3;
@@ -65,7 +71,10 @@ WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION
 -- revenueReportSql (per platform)
 -- prepared as revenue-report:platform
 -- params: ["app","2026-10-01","2026-10-01","2026-10-01","2026-11-01","2026-11-01","2026-11-01"]
-WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+WITH edges AS MATERIALIZED (
+      SELECT * FROM read_model.revenue_day_sums s
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))),
+    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM edges WHERE currency <> '') p)
     SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
            sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
     FROM (
@@ -75,9 +84,8 @@ WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION
       UNION ALL
       SELECT s.platform, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
              s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
-      FROM read_model.revenue_day_sums s
+      FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
-      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
     ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3;
@@ -85,7 +93,10 @@ WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION
 -- revenueReportSql (whole months and edge days)
 -- prepared as revenue-report:product
 -- params: ["app","2026-09-15","2026-10-01","2026-10-01","2026-11-01","2026-11-01","2026-11-10"]
-WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+WITH edges AS MATERIALIZED (
+      SELECT * FROM read_model.revenue_day_sums s
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))),
+    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM edges WHERE currency <> '') p)
     SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
            sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
     FROM (
@@ -95,9 +106,8 @@ WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION
       UNION ALL
       SELECT s.product_id, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
              s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
-      FROM read_model.revenue_day_sums s
+      FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
-      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
     ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3;

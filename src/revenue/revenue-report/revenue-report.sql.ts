@@ -39,14 +39,18 @@ export function reportParts(q: RevenueReportQuery): { before: [string, string]; 
 
 /**
  * What the days [start, end) earned per group and, within it, per store and commission tier
- * (proceeds are taken off in TypeScript from the STORE_COMMISSION rates). A day sum in a currency
+ * (proceeds are taken off in TypeScript from the STORE_COMMISSION rates), converting the edge days
+ * once per day and currency (public.usd_rate). A day sum in a currency
  * without a rate that day is left out and its rows counted as unconverted.
  */
 export function revenueReportSql(q: RevenueReportQuery): { name: string; sql: string; params: unknown[] } {
   const key = q.groupBy ? KEY[q.groupBy] : { month: 'NULL::text', day: 'NULL::text' };
   const { before, months, after } = reportParts(q);
   const sql = `
-    WITH r AS MATERIALIZED (SELECT * FROM public.usd_rates($2::date, $3::date) UNION ALL SELECT * FROM public.usd_rates($6::date, $7::date))
+    WITH edges AS MATERIALIZED (
+      SELECT * FROM read_model.revenue_day_sums s
+      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))),
+    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM edges WHERE currency <> '') p)
     SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
            sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
     FROM (
@@ -56,9 +60,8 @@ export function revenueReportSql(q: RevenueReportQuery): { name: string; sql: st
       UNION ALL
       SELECT ${key.day}, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
              s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
-      FROM read_model.revenue_day_sums s
+      FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
-      WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))
     ) x
     GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3`;

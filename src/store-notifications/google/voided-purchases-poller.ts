@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { PeriodicTask } from '../../common/periodic-task.js';
-import { googleVoidedImportEvents } from '../../import/google/google-import.js';
+import { googleVoidedImportEvents, type StoredOrder } from '../../import/google/google-import.js';
 import { GooglePlayApi } from './google-play.js';
 import { GOOGLE_VOIDED_KIND, listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS, voidedItemKey } from '../../import/google/google-voided.js';
 import { GOOGLE_VOIDED_POLL_LOCK } from '../../database/advisory-locks.js';
@@ -75,11 +75,13 @@ export class VoidedPurchasesPoller implements OnApplicationBootstrap, BeforeAppl
     const since = Number.isFinite(last) && last > 0 ? Math.max(oldest, last - OVERLAP_MS) : oldest;
     let published = 0;
     let n = 0;
+    // orders this poll revoked: a second void of one order adds to the first (googleVoidedImportEvents)
+    const revoked = new Map<string, StoredOrder>();
     for await (const v of listVoidedPurchases(api, packageName, since, { attempts: 3 }, this.abort.signal)) {
       n++;
       const key = voidedItemKey(v);
       if ((await journal.done([key])).size > 0) continue;
-      const result = googleVoidedImportEvents(appId, v, await storedOrder(this.db, appId, v.orderId));
+      const result = googleVoidedImportEvents(appId, v, await storedOrder(this.db, appId, v.orderId), revoked);
       if ('skip' in result) {
         this.logger.warn({ msg: 'voided purchase not applied', appId, reason: result.skip });
         await journal.record([{ key, line: n, outcome: 'skipped', detail: result.skip }]);
