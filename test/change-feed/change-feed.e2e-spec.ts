@@ -122,7 +122,8 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
   });
 
   it('never skips a change that commits after a later-ordered one (high-water mark)', async () => {
-    // Days and access ends apart: batches sharing a count row (a day's, an access-end day's) commit in turn.
+    // Months and access ends apart: batches sharing a count row (a day's, an access-end day's, a
+    // product's revenue month) commit in turn.
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let heldWritten!: () => void;
@@ -170,11 +171,11 @@ describe('change feed: changedAfter (e2e, real PostgreSQL)', () => {
           value: Buffer.from(
             JSON.stringify(
               txEvent({
-                time: '2024-01-02T00:00:00Z',
+                time: '2024-02-02T00:00:00Z',
                 data: {
                   transactionId: 'apple:later',
-                  purchaseDate: '2024-01-02T00:00:00Z',
-                  expirationDate: '2024-02-02T00:00:00Z',
+                  purchaseDate: '2024-02-02T00:00:00Z',
+                  expirationDate: '2024-03-02T00:00:00Z',
                   applicationUsername: 'later',
                 },
               }),

@@ -99,8 +99,9 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
     const gate = new Promise<void>((r) => (release = r));
     let heldWritten!: () => void;
     const written = new Promise<void>((r) => (heldWritten = r));
-    // Different days, access ending on different days: sharing a day the later batch would wait for
-    // the held one's count rows (the day counts; the customer counts by access-end day).
+    // Different months, access ending on different days: sharing a day the later batch would wait for
+    // the held one's count rows (the day counts; the customer counts by access-end day), sharing a
+    // month for its revenue month (read_model.revenue_month_usd, per product and month).
     const batch = (partition: number, transactionId: string, user: string, day: string) => ({
       topic: 'p',
       partition,
@@ -126,7 +127,7 @@ describe('read replicas (e2e, real PostgreSQL streaming standbys)', () => {
       },
     });
     await written;
-    await applyBatch(db.dataSource, batch(1, 'apple:later', 'later', '2024-01-02'));
+    await applyBatch(db.dataSource, batch(1, 'apple:later', 'later', '2024-02-02'));
     // The standby has replayed the later batch's commit while the held one is still open there too.
     await db.caughtUp();
     const token = replica1.token('app-1');
