@@ -40,6 +40,9 @@ export const VISIBLE_COLUMNS = {
     'ownership_type',
     'revocation_type',
     'refunded_share',
+    'state_event_id',
+    'state_source',
+    'state_received_at',
   ],
 } as const;
 export type FeedTable = keyof typeof VISIBLE_COLUMNS;

@@ -57,6 +57,7 @@ WITH mark AS MATERIALIZED (SELECT (CASE WHEN pg_is_in_recovery() THEN pg_snapsho
   t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
   CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
         ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
-  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear",
+  t.state_source AS "stateSource", t.state_event_id AS "stateEventId", t.state_received_at AS "stateReceivedAt"
     FROM picked p LEFT JOIN read_model.transactions t ON t.app_id = $1 AND t.transaction_id = p.k AND (p.deleted_at IS NULL OR t.change_position < p.pos)
     ORDER BY p.pos, p.k, p.deleted_at NULLS FIRST;

@@ -16,6 +16,8 @@ import { appleVerifierFor, type AppleVerifier } from '../store-notifications/app
 import { unreadableInput } from './input-file.js';
 import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { runCliImport } from './run-cli-import.js';
+import { sourcedLine } from '../import/import-runner.js';
+import { SOURCES } from '../events/provenance.js';
 
 type CommonOptions = { app?: string; dryRun?: boolean };
 
@@ -67,7 +69,7 @@ export class ImportAppleCommand extends CommandRunner {
       lines,
       fraction,
       parseLine: parseAppleImportLine,
-      fetchEvents: (line) => appleTransactionEvents(appId, client, verifier, line),
+      fetchEvents: async (line) => sourcedLine(await appleTransactionEvents(appId, client, verifier, line), SOURCES.appleImport),
     });
   }
 

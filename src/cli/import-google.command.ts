@@ -12,6 +12,8 @@ import { GooglePlayApi } from '../store-notifications/google/google-play.js';
 import { unreadableInput } from './input-file.js';
 import { refuseExtraArguments, UsageError } from './usage-error.js';
 import { runCliImport } from './run-cli-import.js';
+import { sourcedLine } from '../import/import-runner.js';
+import { SOURCES } from '../events/provenance.js';
 
 type CommonOptions = { app?: string; dryRun?: boolean };
 
@@ -61,7 +63,7 @@ export class ImportGoogleCommand extends CommandRunner {
         lines: source.lines,
         fraction: source.fraction,
         parseLine: (text) => parseGoogleLine(text),
-        fetchEvents: (line) => importGooglePurchase(api, appId, packageName, line),
+        fetchEvents: async (line) => sourcedLine(await importGooglePurchase(api, appId, packageName, line), SOURCES.googleImport),
       });
     } finally {
       await database?.close();
@@ -126,7 +128,7 @@ export class ImportGoogleVoidedCommand extends CommandRunner {
         lines: numbered(listVoidedPurchases(api, packageName, since)),
         parseLine: (text) => JSON.parse(text) as androidpublisher_v3.Schema$VoidedPurchase,
         keyOf: (v) => voidedItemKey(v),
-        fetchEvents: async (v) => googleVoidedImportEvents(appId, v, await storedOrder(db, appId, v.orderId), published),
+        fetchEvents: async (v) => sourcedLine(googleVoidedImportEvents(appId, v, await storedOrder(db, appId, v.orderId), published), SOURCES.googleImport),
       });
     } finally {
       await close();

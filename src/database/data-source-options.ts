@@ -27,6 +27,7 @@ import { CustomerEndWeeks1766000000000 } from './migrations/1766000000000-custom
 import { StatusAtRead1766100000000 } from './migrations/1766100000000-status-at-read.js';
 import { AccountTokens1766200000000 } from './migrations/1766200000000-account-tokens.js';
 import { Revenue1766300000000 } from './migrations/1766300000000-revenue.js';
+import { Provenance1766350000000 } from './migrations/1766350000000-provenance.js';
 
 export const MIGRATIONS = [
   ReadModels1763700000000,
@@ -56,6 +57,7 @@ export const MIGRATIONS = [
   StatusAtRead1766100000000,
   AccountTokens1766200000000,
   Revenue1766300000000,
+  Provenance1766350000000,
 ];
 
 /**

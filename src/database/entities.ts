@@ -146,6 +146,12 @@ export class TransactionEntity {
   @Column({ name: 'first_event_at', type: 'timestamptz' }) firstEventAt: Date;
   @Column({ name: 'version_time', type: 'timestamptz' }) versionTime: Date;
   @Column({ name: 'version_id', type: 'text' }) versionId: string;
+  /** snapshotDigest of the stored snapshot (src/projection/project-events.ts); NULL on rows stored before it was kept. */
+  @Column({ name: 'snapshot_digest', type: 'text', nullable: true }) snapshotDigest: string | null;
+  /** Provenance (docs/api.md): the event that made the row say what it says, its source and when the log received it. */
+  @Column({ name: 'state_event_id', type: 'text', nullable: true }) stateEventId: string | null;
+  @Column({ name: 'state_source', type: 'text', nullable: true }) stateSource: string | null;
+  @Column({ name: 'state_received_at', type: 'timestamptz', nullable: true }) stateReceivedAt: Date | null;
   @Column({ name: 'change_position', type: 'bigint', nullable: true }) changePosition: string | null;
 }
 

@@ -16,6 +16,13 @@ const tx = (data: Record<string, unknown> = {}, envelope: Record<string, unknown
   });
 
 describe('decodeEvent', () => {
+  it('keeps the source and, read from a log, when the log received the event, in the form of time', () => {
+    const fromLog = decodeEvent(Buffer.from(tx()), { receivedAt: Date.parse('2024-03-01T00:00:01.250Z') });
+    expect(fromLog.ok && fromLog.event).toMatchObject({ source: 'apple-notifications', receivedAt: '2024-03-01T00:00:01.250000Z' });
+    const outside = decodeEvent(Buffer.from(tx()));
+    expect(outside.ok && outside.event.receivedAt).toBeUndefined();
+  });
+
   it('normalises time to UTC microseconds and amounts to one spelling', () => {
     const decoded = decodeEvent(Buffer.from(tx({ priceUSD: 1.5, priceMicros: 1500000, purchaseDate: '2024-01-01T00:00:00Z', extraField: 'ignored' })));
     expect(decoded).toEqual({
@@ -23,6 +30,7 @@ describe('decodeEvent', () => {
       event: {
         id: 'e1',
         appId: 'app-1',
+        source: 'apple-notifications',
         time: '2024-03-01T00:00:00.123456Z',
         type: 'transaction.updated',
         data: {

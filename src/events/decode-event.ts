@@ -82,6 +82,8 @@ export function decodeEvent(value: Buffer | string | null, options: DecodeOption
   if (!decoded.ok) return decoded;
   const tooLong = overlongKey(decoded.event);
   if (tooLong) return { ok: false, code: RejectCode.Unstorable, reason: tooLong };
+  if (options.receivedAt !== undefined && Number.isFinite(options.receivedAt) && options.receivedAt >= 0)
+    decoded.event.receivedAt = new Date(options.receivedAt).toISOString().slice(0, 23) + '000Z';
   const receivedAt = options.receivedAt ?? Date.now();
   const skew = options.maxFutureSkewMs ?? DEFAULT_MAX_FUTURE_SKEW_MS;
   if (Date.parse(decoded.event.time) - receivedAt > skew) {
@@ -125,13 +127,13 @@ function overlongKey(event: PurchaseEvent): string | undefined {
   );
 }
 
-type RawEvent = { id: string; appid: string; time: string; type: string; data: Record<string, unknown> };
+type RawEvent = { id: string; source: string; appid: string; time: string; type: string; data: Record<string, unknown> };
 
 function normalise(raw: RawEvent): Decoded {
   const time = normalizeTime(raw.time);
   if (!time) return { ok: false, code: RejectCode.SchemaViolation, reason: `/time: not an RFC 3339 date-time: ${raw.time}` };
   if (!storableYear(time)) return { ok: false, code: RejectCode.Unstorable, reason: `/time ${raw.time} is outside the years 0001-9999 in UTC` };
-  const base = { id: raw.id, appId: raw.appid, time };
+  const base = { id: raw.id, appId: raw.appid, time, source: raw.source };
   if (raw.type === 'receipt.linked') {
     const data = raw.data as { receiptId: string; applicationUsername: string };
     return { ok: true, event: { ...base, type: 'receipt.linked', data: { receiptId: data.receiptId, applicationUsername: data.applicationUsername } } };

@@ -6,6 +6,10 @@ type EventBase = {
   appId: string;
   /** RFC 3339 time normalised to UTC with six fraction digits, so string order is time order. */
   time: string;
+  /** The producing pipeline (CloudEvents `source`): where a row's state came from (src/events/provenance.ts). */
+  source?: string;
+  /** When the log received the event, in the form of `time`; unset when decoded outside a log. */
+  receivedAt?: string;
 };
 
 export type TransactionSnapshot = {

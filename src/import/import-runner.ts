@@ -1,4 +1,5 @@
 import { decodeEvent } from '../events/decode-event.js';
+import { fromSource } from '../events/provenance.js';
 import type { Progress } from '../common/progress.js';
 import type { EventSink } from '../cli/event-sink.js';
 import type { ImportJournal } from './import-journal.js';
@@ -18,6 +19,8 @@ export type ImportEvent = Record<string, unknown> & { id: string; data: Record<s
 /** What a line stands for: events to publish, or why there is nothing to publish (not a failure). */
 export type LineResult = { events: ImportEvent[] } | { skip: string };
 export const skip = (reason: string): LineResult => ({ skip: reason });
+/** A line's events as published by the path `source` names (src/events/provenance.ts). */
+export const sourcedLine = (result: LineResult, source: string): LineResult => ('skip' in result ? result : { events: fromSource(result.events, source) });
 
 /** One line of the source: its number from 1, its bytes, and its text unless it is over the bound. */
 export type SourceLine = { line: number; bytes: number; text?: string };

@@ -24,6 +24,7 @@ INSERT INTO read_model.transactions
 -- sql.lockTransactions
 SELECT t.app_id, t.transaction_id, t.receipt_id, t.version_id,
            to_char(t.version_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS version_time, to_char(t.first_event_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS first_event_at,
+           t.snapshot_digest, t.state_event_id, t.state_source, to_char(t.state_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS state_received_at,
            to_char(t.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS occurred_at, to_char(t.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_renewal_date,
            to_char(t.renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS renewal_date, to_char(t.purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS purchase_date,
            t.product_id AS cell_product_id, t.platform AS cell_platform, t.sandbox IS TRUE AS cell_sandbox,
@@ -72,7 +73,8 @@ UPDATE read_model.transactions t SET
       ownership_type = x.ownership_type,
       quantity = x.quantity, amount_usd = x.amount_usd, amount_micros = x.amount_micros,
       currency = x.currency, occurred_at = x.occurred_at, first_event_at = x.first_event_at,
-      version_time = x.version_time, version_id = x.version_id
+      version_time = x.version_time, version_id = x.version_id, snapshot_digest = x.snapshot_digest,
+      state_event_id = x.state_event_id, state_source = x.state_source, state_received_at = x.state_received_at
     FROM json_populate_recordset(NULL::read_model.transactions, $1::json) x
     WHERE t.app_id = x.app_id AND t.transaction_id = x.transaction_id;
 

@@ -54,11 +54,12 @@ export const sql = (schema: string) => ({
 
   /**
    * Existing rows the batch touches, locked, with what merging a snapshot into them needs
-   * (mergeTransaction) and the receipt and day they are filed under now.
+   * (mergeTransaction: version, content digest, provenance) and the receipt and day they are filed under now.
    */
   lockTransactions: `
     SELECT t.app_id, t.transaction_id, t.receipt_id, t.version_id,
            ${iso('t.version_time')} AS version_time, ${iso('t.first_event_at')} AS first_event_at,
+           t.snapshot_digest, t.state_event_id, t.state_source, ${iso('t.state_received_at')} AS state_received_at,
            ${iso('t.occurred_at')} AS occurred_at, ${iso('t.last_renewal_date')} AS last_renewal_date,
            ${iso('t.renewal_date')} AS renewal_date, ${iso('t.purchase_date')} AS purchase_date,
            t.product_id AS cell_product_id, t.platform AS cell_platform, t.sandbox IS TRUE AS cell_sandbox,
@@ -104,7 +105,8 @@ export const sql = (schema: string) => ({
       ownership_type = x.ownership_type,
       quantity = x.quantity, amount_usd = x.amount_usd, amount_micros = x.amount_micros,
       currency = x.currency, occurred_at = x.occurred_at, first_event_at = x.first_event_at,
-      version_time = x.version_time, version_id = x.version_id
+      version_time = x.version_time, version_id = x.version_id, snapshot_digest = x.snapshot_digest,
+      state_event_id = x.state_event_id, state_source = x.state_source, state_received_at = x.state_received_at
     FROM json_populate_recordset(NULL::${schema}.transactions, $1::json) x
     WHERE t.app_id = x.app_id AND t.transaction_id = x.transaction_id`,
 

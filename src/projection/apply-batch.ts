@@ -221,6 +221,10 @@ type StoredTransaction = Pick<
   | 'last_renewal_date'
   | 'renewal_date'
   | 'purchase_date'
+  | 'snapshot_digest'
+  | 'state_event_id'
+  | 'state_source'
+  | 'state_received_at'
 >;
 /** The lock read also says where the stored row is counted for the filters. */
 type LockedTransaction = StoredTransaction & { cell_product_id: string; cell_platform: string; cell_sandbox: boolean; revenue_cell: string | null };
@@ -269,11 +273,13 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
         storedCells.set(k, { day: utcDay(r.occurred_at), product_id: cell_product_id, platform: cell_platform, sandbox: cell_sandbox });
       }
     }
+    // The batch's snapshots of a transaction, in log order: merged into the stored row one by one.
+    const stepsOf = (t: TransactionRow) => changes.transactionSteps?.get(key2(t.app_id, t.transaction_id)) ?? [t];
     // Equal versions are decided by content (snapshotWins), so those rows are read whole; rare
     // (a redelivery, or an id reused for other data), hence not part of the lock read above.
     const tied = existing.filter((t) => {
       const before = stored.get(key2(t.app_id, t.transaction_id));
-      return before !== undefined && before.version_time === t.version_time && before.version_id === t.version_id;
+      return before !== undefined && stepsOf(t).some((step) => before.version_time === step.version_time && before.version_id === step.version_id);
     });
     const storedSnapshots = new Map<string, Partial<TransactionRow>>();
     if (tied.length > 0) {
@@ -297,7 +303,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
       }
       // The stored row stands in for every snapshot merged into it so far.
       const known = { ...t, ...before, ...storedSnapshots.get(k) } as TransactionRow;
-      const merged = mergeTransaction(known, t);
+      const merged = stepsOf(t).reduce(mergeTransaction, known);
       let changed = true;
       const previousCell = storedCells.get(k)!;
       // Only a winning snapshot rewrites the filtered values; otherwise the row keeps them, and at most its date moves.

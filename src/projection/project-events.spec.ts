@@ -19,6 +19,9 @@ const link = (id: string, time: string, receiptId: string, user: string, appId =
   data: { receiptId, applicationUsername: user },
 });
 
+/** The rows a batch writes, without the batch's own log of snapshots (which follows arrival order). */
+const rows = ({ transactionSteps: _steps, ...written }: ReturnType<typeof projectEvents>) => written;
+
 const T1 = '2024-01-01T00:00:00.000000Z';
 const T2 = '2024-02-01T00:00:00.000000Z';
 const T3 = '2024-03-01T00:00:00.000000Z';
@@ -135,7 +138,7 @@ describe('projectEvents', () => {
     const a = tx('same', T2, { expirationDate: T3, applicationUsername: 'ann' });
     const b = tx('same', T2, { expirationDate: T1, applicationUsername: 'bob' });
     const byName = (changes: ReturnType<typeof projectEvents>) => ({
-      ...changes,
+      ...rows(changes),
       customers: [...changes.customers].sort((x, y) => (x.application_username < y.application_username ? -1 : 1)),
     });
     const [one, other] = [byName(projectEvents([a, b])), byName(projectEvents([b, a]))];
@@ -149,7 +152,33 @@ describe('projectEvents', () => {
 
   it('given the same id twice with the same data, then one row, as from one event', () => {
     const a = tx('same', T2, { expirationDate: T3, applicationUsername: 'ann' });
-    expect(projectEvents([a, { ...a }])).toEqual(projectEvents([a]));
+    expect(rows(projectEvents([a, { ...a }]))).toEqual(rows(projectEvents([a])));
+  });
+
+  it('provenance is the event that made the state: a newer event with other content takes it over, one saying the same leaves it', () => {
+    const notification = { ...tx('n1', T1, { expirationDate: T2 }), source: 'apple-app-store-server-notifications', receivedAt: T1 };
+    const sameLater = { ...tx('i1', T2, { expirationDate: T2 }), source: 'apple-app-store-server-api', receivedAt: T2 };
+    const renewed = { ...tx('r1', T3, { expirationDate: T3 }), source: 'subscription-records-reconciliation', receivedAt: T3 };
+    const kept = projectEvents([notification, sameLater]).transactions[0];
+    expect(kept).toMatchObject({ version_id: 'i1', state_event_id: 'n1', state_source: 'apple-app-store-server-notifications', state_received_at: T1 });
+    expect(projectEvents([notification, sameLater, renewed]).transactions[0]).toMatchObject({
+      version_id: 'r1',
+      state_event_id: 'r1',
+      state_source: 'subscription-records-reconciliation',
+      state_received_at: T3,
+    });
+    // a snapshot that loses changes nothing, provenance included; a redelivery of the winner neither
+    expect(projectEvents([renewed, notification]).transactions[0]).toMatchObject({ state_event_id: 'r1' });
+    expect(projectEvents([notification, { ...notification, receivedAt: T3 }]).transactions[0]).toMatchObject({ state_event_id: 'n1', state_received_at: T1 });
+  });
+
+  it('provenance follows log order: a state that went and came back is from its last coming, unless it came back before it went', () => {
+    const a = { ...tx('a', T1, { renewalIntent: 'Renew' }), source: 's' };
+    const b = { ...tx('b', T2, { renewalIntent: 'Lapse' }), source: 's' };
+    const c = { ...tx('c', T3, { renewalIntent: 'Renew' }), source: 's' };
+    expect(projectEvents([a, b, c]).transactions[0].state_event_id).toBe('c');
+    // c arrived before b: when b came it lost, so the state c said was never changed after a said it
+    expect(projectEvents([a, c, b]).transactions[0].state_event_id).toBe('a');
   });
 
   it('receipt.linked reusing an id for another username at the same time: the greater username wins in either order', () => {

@@ -54,6 +54,15 @@ export type TransactionRow = {
   first_event_at: string;
   version_time: string;
   version_id: string;
+  /** snapshotDigest of the stored snapshot; NULL on rows stored before it was kept. */
+  snapshot_digest: string | null;
+  /**
+   * Provenance (docs/api.md): the event that made the row say what it says, its source and when
+   * the log received it. A newer event saying the same keeps it (mergeTransaction).
+   */
+  state_event_id: string | null;
+  state_source: string | null;
+  state_received_at: string | null;
 };
 export type ReceiptRow = {
   app_id: string;
@@ -70,7 +79,17 @@ export type CustomerRow = { app_id: string; application_username: string; first_
 /** A customer.erased event: the username (or its keyed hash) forgotten for events dated at or before erased_at. */
 export type ErasureRow = { app_id: string; username_hash?: string; application_username?: string; erased_at: string; event_id: string };
 
-export type RowChanges = { transactions: TransactionRow[]; receipts: ReceiptRow[]; customers: CustomerRow[]; erasures: ErasureRow[] };
+export type RowChanges = {
+  transactions: TransactionRow[];
+  /**
+   * Per app and transaction id (joined by NUL) with more than one snapshot in the batch: each in
+   * log order, for merging into the stored row one by one (provenance follows log order).
+   */
+  transactionSteps?: ReadonlyMap<string, readonly TransactionRow[]>;
+  receipts: ReceiptRow[];
+  customers: CustomerRow[];
+  erasures: ErasureRow[];
+};
 
 /**
  * Whether an event of `appId` dated `time` naming `username` names no one: the customer was erased
@@ -163,12 +182,30 @@ export function snapshotWins(incoming: TransactionRow, known: TransactionRow): b
   return snapshotDigest(incoming) > snapshotDigest(known);
 }
 
-/** What the stored row must become once `incoming` is known too; arrival order does not matter. */
+/**
+ * What the stored row must become once `incoming` is known too; for every stored and shown value
+ * but provenance, arrival order does not matter. Provenance is the event that made the row say what
+ * it says, in log order: a winning snapshot with other content takes it over, one saying the same
+ * (a store re-sending a state, an import of what a notification brought) leaves it.
+ */
 export function mergeTransaction(known: TransactionRow, incoming: TransactionRow): TransactionRow {
-  const winner = snapshotWins(incoming, known) ? incoming : known;
+  const wins = snapshotWins(incoming, known);
+  const winner = wins ? incoming : known;
+  const state = wins && !sameContent(incoming, known) ? incoming : known;
   const first_event_at = incoming.first_event_at < known.first_event_at ? incoming.first_event_at : known.first_event_at;
-  return { ...winner, first_event_at, occurred_at: transactionDate(winner, first_event_at) };
+  return {
+    ...winner,
+    first_event_at,
+    occurred_at: transactionDate(winner, first_event_at),
+    state_event_id: state.state_event_id,
+    state_source: state.state_source,
+    state_received_at: state.state_received_at,
+  };
 }
+
+/** Both digests known and equal: a row stored before digests were kept says nothing known. */
+const sameContent = (a: Pick<TransactionRow, 'snapshot_digest'>, b: Pick<TransactionRow, 'snapshot_digest'>) =>
+  a.snapshot_digest !== null && a.snapshot_digest === b.snapshot_digest;
 
 type Link = Pick<ReceiptRow, 'explicit' | 'version_time' | 'version_id' | 'application_username'>;
 
@@ -195,6 +232,7 @@ export function linkWins(candidate: Link, stored: Link): boolean {
  */
 export function projectEvents(events: readonly PurchaseEvent[], isErased: IsErased = nothingErased): RowChanges {
   const transactions = new Map<string, TransactionRow>();
+  const steps = new Map<string, TransactionRow[]>();
   const receipts = new Map<string, ReceiptRow>();
   const customers = new Map<string, CustomerRow>();
   const erasures: ErasureRow[] = [];
@@ -218,10 +256,15 @@ export function projectEvents(events: readonly PurchaseEvent[], isErased: IsEras
     const version = { version_time: event.time, version_id: event.id };
     switch (event.type) {
       case 'transaction.updated': {
-        const row = transactionRow(event.appId, event.data, version);
+        const row = transactionRow(event.appId, event.data, version, event);
         const key = `${event.appId}\u0000${row.transaction_id}`;
         const known = transactions.get(key);
         transactions.set(key, known ? mergeTransaction(known, row) : row);
+        if (known) {
+          const list = steps.get(key);
+          if (list) list.push(row);
+          else steps.set(key, [known, row]);
+        }
         if (event.data.applicationUsername) link(event.appId, event.data.receiptId, event.data.applicationUsername, false, version);
         break;
       }
@@ -240,18 +283,23 @@ export function projectEvents(events: readonly PurchaseEvent[], isErased: IsEras
         assertNever(event);
     }
   }
-  return { transactions: [...transactions.values()], receipts: [...receipts.values()], customers: [...customers.values()], erasures };
+  return { transactions: [...transactions.values()], transactionSteps: steps, receipts: [...receipts.values()], customers: [...customers.values()], erasures };
 }
 
 /** One snapshot as a row image; on its own it is its transaction's first event. */
-export function transactionRow(appId: string, d: TransactionSnapshot, version: Versioned): TransactionRow {
+export function transactionRow(
+  appId: string,
+  d: TransactionSnapshot,
+  version: Versioned,
+  event: { source?: string; receivedAt?: string } = {},
+): TransactionRow {
   // One literal, no spreads: this runs for every event of every batch.
   const purchase_date = d.purchaseDate ?? null;
   const cancelation_reason = d.cancelationReason ?? null;
   const is_upgraded = d.isUpgraded ?? null;
   const last_renewal_date = d.lastRenewalDate ?? null;
   const renewal_date = d.renewalDate ?? null;
-  return {
+  const row: TransactionRow = {
     app_id: appId,
     transaction_id: d.transactionId,
     receipt_id: d.receiptId,
@@ -294,7 +342,13 @@ export function transactionRow(appId: string, d: TransactionSnapshot, version: V
     first_event_at: version.version_time,
     version_time: version.version_time,
     version_id: version.version_id,
+    snapshot_digest: null,
+    state_event_id: version.version_id,
+    state_source: event.source ?? null,
+    state_received_at: event.receivedAt ?? null,
   };
+  row.snapshot_digest = snapshotDigest(row);
+  return row;
 }
 
 /** What deciding a replacement reads of the stored transactions of a receipt. */

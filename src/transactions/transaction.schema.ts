@@ -1,3 +1,4 @@
+import type { Provenance } from '../events/provenance.js';
 import { pagingSchema } from '../common/paging.js';
 
 const dateTime = { type: 'string', format: 'date-time' } as const;
@@ -70,6 +71,26 @@ export const transactionSchema = {
         "Estimate: amountUSD less the refunded share and the store's commission (STORE_COMMISSION; the reduced rate after a subscriber's first year), rounded to the cent",
     },
     proceedsMicros: { type: 'number', description: 'The same estimate in micros of currency' },
+    provenance: {
+      type: 'object',
+      description:
+        'Where the row\'s current state came from: the event whose snapshot it shows (docs/api.md, "Provenance"). Absent for rows not projected since the field was added (until a rebuild)',
+      required: ['kind', 'source', 'eventId'],
+      properties: {
+        kind: {
+          type: 'string',
+          enum: ['store-notification', 'import', 'app-purchase', 'reconciliation', 'producer'],
+          description:
+            "store-notification: a store's server notification (Apple, Google Play RTDN, Stripe webhook); import: `npm run cli -- import`; app-purchase: POST /v2/purchases; reconciliation: the reconciler healed it; producer: an upstream producer's event",
+        },
+        source: { type: 'string', description: "The event's CloudEvents source" },
+        eventId: {
+          type: 'string',
+          description: "The event's id; for a store notification the store's own (Apple notificationUUID, Pub/Sub messageId, Stripe event id)",
+        },
+        receivedAt: { ...dateTime, description: 'When the event log received the event' },
+      },
+    },
     deleted: {
       type: 'boolean',
       description:
@@ -125,5 +146,6 @@ export type TransactionView = {
   currency?: string;
   proceedsUSD?: number;
   proceedsMicros?: number;
+  provenance?: Provenance;
   deleted?: true;
 };

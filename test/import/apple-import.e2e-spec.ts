@@ -141,6 +141,10 @@ describe('import apple (e2e: built CLI, loopback App Store mock, real PostgreSQL
     expect((await customer(carol)).customerInfo).toMatchObject({ activeSubscriber: false });
     const ids = (await transactions()).map((t) => t.transactionId);
     for (const t of [...active, ...lapsing, ...expired, coins]) expect(ids).toContain(`apple:${t.transactionId}`);
+    // docs/api.md, "Provenance": what the import brought says so
+    expect((await transactions()).find((t) => t.transactionId === `apple:${coins.transactionId}`)).toMatchObject({
+      provenance: { kind: 'import', source: 'apple-app-store-server-api', eventId: expect.stringMatching(/^apple-import:/) },
+    });
 
     // Again: the journal knows every done line; the failed one fails again; nothing is published.
     const size = await logSize();

@@ -101,7 +101,12 @@ describe('import google / google-voided (e2e: CLI processes, real PostgreSQL, em
     expect(first.stderr).toMatch(/imported 2 line\(s\) \(\d+ event\(s\)\), unchanged 0 .*skipped 2, failed 0/);
     expect(first.code).toBe(0);
     await embeddedLogCaughtUp(db.dataSource);
-    expect(await tx(`google:GPA.${id}-C`)).toMatchObject({ receiptId: `google:${c}`, productId: 'google:pro_monthly', amountMicros: 4990000 });
+    expect(await tx(`google:GPA.${id}-C`)).toMatchObject({
+      receiptId: `google:${c}`,
+      productId: 'google:pro_monthly',
+      amountMicros: 4990000,
+      provenance: { kind: 'import', source: 'google-play-developer-api' },
+    });
     expect(await tx(`google:GPA.${id}-C`)).not.toHaveProperty('isUpgraded', true);
     expect(await tx(`google:GPA.${id}-B`)).toMatchObject({ receiptId: `google:${b}`, isUpgraded: true, cancelationReason: 'System.Replaced' });
     expect(await tx(`google:GPA.${id}-A`)).toMatchObject({ receiptId: `google:${a}`, isUpgraded: true });

@@ -24,7 +24,7 @@ export type RawEvent = {
   data: Record<string, unknown>;
 };
 
-type Snapshot = { time: number; id: string; data: Record<string, unknown>; tie: string };
+type Snapshot = { time: number; id: string; data: Record<string, unknown>; tie: string; source?: string };
 
 const ms = (s: unknown) => (typeof s === 'string' ? Date.parse(s) : undefined);
 const out = (t: number) => new Date(t).toISOString();
@@ -104,6 +104,9 @@ type ModelTransaction = {
   date: number;
   snapshotTime: number;
   data: Record<string, unknown>;
+  /** The winning event's id and source (provenance). */
+  eventId: string;
+  source: string;
   /** When another transaction of its subscription replaced it (rule 2), if one did. */
   replacedAt?: number;
 };
@@ -142,7 +145,7 @@ export class ReferenceModel {
 
     for (const e of events) {
       if (e.type === 'customer.erased') continue;
-      const s: Snapshot = { time: ms(e.time)!, id: e.id, data: e.data, tie: '' };
+      const s: Snapshot = { time: ms(e.time)!, id: e.id, data: e.data, tie: '', source: e.source };
       const name = e.data.applicationUsername as string | undefined;
       // links of equal versions rank by the username's bytes
       const asLink = { ...s, tie: name ?? '' };
@@ -165,7 +168,23 @@ export class ReferenceModel {
       const firstEvent = Math.min(...list.map((s) => s.time));
       const d = winner.data;
       const date = ms(d.lastRenewalDate) ?? ms(d.renewalDate) ?? ms(d.purchaseDate) ?? firstEvent;
-      this.transactions.push({ app, transactionId: d.transactionId as string, date, snapshotTime: winner.time, data: d });
+      // docs/api.md, "Provenance": in arrival order, the snapshot that made the state; a newer one saying the same keeps it
+      let best: Snapshot | undefined;
+      let state: Snapshot | undefined;
+      for (const next of list) {
+        if (best !== undefined && newerFirst(next, best) >= 0) continue;
+        if (best === undefined || next.tie !== best.tie) state = next;
+        best = next;
+      }
+      this.transactions.push({
+        app,
+        transactionId: d.transactionId as string,
+        date,
+        snapshotTime: winner.time,
+        data: d,
+        eventId: state!.id,
+        source: state!.source!,
+      });
     }
 
     // Rule 2: replaced by a later transaction of the same receipt and purchase for another product,
@@ -427,8 +446,23 @@ function transactionJson(t: ModelTransaction): Record<string, unknown> {
   const kept = (1 - share) * (1 - (later ? store[1] : store[0]));
   if (amountUSD !== undefined) row.proceedsUSD = cents(amountUSD * kept);
   if (micros !== undefined) row.proceedsMicros = Math.round(micros * kept);
+  // docs/api.md, "Provenance": the winning event; when the log received it is the infrastructure's to say
+  row.provenance = { kind: PROVENANCE_KINDS[t.source] ?? 'producer', source: t.source, eventId: t.eventId, receivedAt: expect.any(String) };
   return row;
 }
+
+/** docs/api.md, "Provenance": the service's own sources and the kind each stands for; any other is a producer's. */
+const PROVENANCE_KINDS: Record<string, string> = {
+  'apple-app-store-server-notifications': 'store-notification',
+  'google-play-rtdn': 'store-notification',
+  'stripe-webhooks': 'store-notification',
+  'google-play-voided-purchases': 'store-notification',
+  'apple-app-store-server-api': 'import',
+  'google-play-developer-api': 'import',
+  'stripe-api': 'import',
+  'subscription-records-purchases': 'app-purchase',
+  'subscription-records-reconciliation': 'reconciliation',
+};
 
 /** STORE_COMMISSION's default (docs/revenue.md): [standard, after the subscriber's first year]; other platforms none. */
 const COMMISSION: Record<string, [number, number]> = { apple: [0.3, 0.15], google: [0.15, 0.15] };

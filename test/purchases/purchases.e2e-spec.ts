@@ -165,6 +165,8 @@ describe('POST /v2/purchases (e2e: real PostgreSQL, embedded log, store mocks)',
         currency: 'USD',
       }),
     ]);
+    // docs/api.md, "Provenance": the row's state came from the app's purchase
+    expect(first.body.transactions[0].provenance).toMatchObject({ kind: 'app-purchase', source: 'subscription-records-purchases' });
     expect(first.body.appAccountToken).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
 
     const before = await logSize();

@@ -27,6 +27,7 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
         },
       }),
       txEvent({
+        id: 'evt-t1',
         time: '2024-01-05T00:00:00Z',
         data: { transactionId: 'apple:t1', purchaseDate: '2024-01-05T00:00:00.123Z', priceUSD: 4.99, priceMicros: 4990000, isTrialPeriod: true },
       }),
@@ -78,6 +79,8 @@ describe('GET /v2/transactions (e2e, real PostgreSQL)', () => {
       // docs/revenue.md: Apple's 30% taken off (an estimate)
       proceedsUSD: 3.49,
       proceedsMicros: 3493000,
+      // docs/api.md, "Provenance": an upstream producer's event (source "test"), written here without a log, so no receivedAt
+      provenance: { kind: 'producer', source: 'test', eventId: 'evt-t1' },
     });
     const t3 = res.body.rows[2];
     expect(t3).toMatchObject({ expirationDate: '2024-02-10T00:00:00.000Z', sandbox: false, amountUSD: 9.99, priceUSD: 9.99, currency: 'USD' });

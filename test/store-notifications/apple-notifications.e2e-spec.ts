@@ -574,6 +574,34 @@ describe("App Store Server Notifications V2 in (e2e: real PostgreSQL, embedded l
     for (const [id, fields] of Object.entries(expected)) expect(await transaction(id)).toMatchObject(fields);
   });
 
+  it("given a notification, then its row's provenance names it: store-notification, Apple's notificationUUID, when the log received it; a redelivery keeps the first", async () => {
+    const u = randomUUID();
+    const body = notification(
+      'SUBSCRIBED',
+      'INITIAL_BUY',
+      '2026-06-02T00:00:00Z',
+      tx(u, 's20', { id: 's20', purchased: '2026-06-02T00:00:00Z', expires: '2026-07-02T00:00:00Z' }),
+      renewalInfo('s20'),
+    );
+    const { notificationUUID } = JSON.parse(Buffer.from(body.signedPayload.split('.')[1], 'base64url').toString()) as { notificationUUID: string };
+    const before = Date.now();
+    await send(body);
+    const after = Date.now();
+    const row = await transaction('apple:s20');
+    expect(row?.provenance).toEqual({
+      kind: 'store-notification',
+      source: 'apple-app-store-server-notifications',
+      eventId: notificationUUID,
+      receivedAt: expect.any(String),
+    });
+    const receivedAt = Date.parse((row!.provenance as { receivedAt: string }).receivedAt);
+    expect(receivedAt).toBeGreaterThanOrEqual(before);
+    expect(receivedAt).toBeLessThanOrEqual(after);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await send(body);
+    expect((await transaction('apple:s20'))?.provenance).toEqual(row?.provenance);
+  });
+
   it('acknowledges TEST without publishing, and a redelivered notification changes nothing', async () => {
     const before = await logSize();
     const res = await post(notification('TEST', undefined, '2026-06-01T00:00:00Z'));

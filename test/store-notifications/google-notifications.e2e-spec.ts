@@ -274,6 +274,8 @@ describe('Google Play RTDN in (e2e: real PostgreSQL, embedded log, Play Develope
       // refunded whole: nothing is kept (docs/revenue.md)
       refundedShare: 1,
       proceedsMicros: 0,
+      // the void said something new: it is where the row's state now comes from
+      provenance: { kind: 'store-notification', source: 'google-play-rtdn', eventId: expect.stringMatching(/:voided$/), receivedAt: expect.any(String) },
     });
     expect((await customer(s)).customerInfo.activeSubscriber).toBe(false);
   });

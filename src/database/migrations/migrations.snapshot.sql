@@ -872,6 +872,58 @@ INSERT INTO read_model.revenue_month_usd
         ON r.day = s.day AND r.currency = s.currency
       GROUP BY 1, 2, 3, 4, 5;
 
+-- Provenance1766350000000 up
+
+UPDATE public.rebuilds SET status = 'aborted', finished_at = now(),
+             report = '{"reason": "read-model schema upgraded (migration Provenance1766350000000); start the rebuild again"}'
+      WHERE status = 'running';
+
+DROP SCHEMA IF EXISTS read_model_next CASCADE;
+
+DROP SCHEMA IF EXISTS read_model_verify CASCADE;
+
+ALTER TABLE read_model.transactions
+        ADD COLUMN snapshot_digest text, ADD COLUMN state_event_id text, ADD COLUMN state_source text, ADD COLUMN state_received_at timestamptz;
+
+CREATE OR REPLACE FUNCTION public.stamp_transactions_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_ARGV[0] = 'live' THEN
+        IF TG_OP = 'UPDATE' AND (NEW.receipt_id, NEW.purchase_id, NEW.product_id, NEW.platform, NEW.sandbox, NEW.purchase_date, NEW.last_renewal_date, NEW.renewal_date, NEW.expiration_date, NEW.renewal_intent, NEW.renewal_intent_change_date, NEW.cancelation_reason, NEW.is_pending, NEW.is_acknowledged, NEW.is_consumed, NEW.is_billing_retry_period, NEW.is_trial_period, NEW.is_intro_period, NEW.is_expired, NEW.grace_period_expiration_date, NEW.revocation_date, NEW.is_upgraded, NEW.price_consent_status, NEW.discount_id, NEW.quantity, NEW.amount_usd, NEW.amount_micros, NEW.currency, NEW.offer_type, NEW.offer_discount_type, NEW.offer_period, NEW.ownership_type, NEW.revocation_type, NEW.refunded_share, NEW.state_event_id, NEW.state_source, NEW.state_received_at) IS NOT DISTINCT FROM (OLD.receipt_id, OLD.purchase_id, OLD.product_id, OLD.platform, OLD.sandbox, OLD.purchase_date, OLD.last_renewal_date, OLD.renewal_date, OLD.expiration_date, OLD.renewal_intent, OLD.renewal_intent_change_date, OLD.cancelation_reason, OLD.is_pending, OLD.is_acknowledged, OLD.is_consumed, OLD.is_billing_retry_period, OLD.is_trial_period, OLD.is_intro_period, OLD.is_expired, OLD.grace_period_expiration_date, OLD.revocation_date, OLD.is_upgraded, OLD.price_consent_status, OLD.discount_id, OLD.quantity, OLD.amount_usd, OLD.amount_micros, OLD.currency, OLD.offer_type, OLD.offer_discount_type, OLD.offer_period, OLD.ownership_type, OLD.revocation_type, OLD.refunded_share, OLD.state_event_id, OLD.state_source, OLD.state_received_at) THEN
+          RETURN NEW;
+        END IF;
+        NEW.change_position := pg_current_xact_id()::text::bigint;
+      ELSIF TG_ARGV[0] = 'generation' THEN
+        NEW.change_position := (
+          SELECT l.change_position FROM read_model.transactions l
+          WHERE l.app_id = NEW.app_id AND l.transaction_id = NEW.transaction_id AND (l.receipt_id, l.purchase_id, l.product_id, l.platform, l.sandbox, l.purchase_date, l.last_renewal_date, l.renewal_date, l.expiration_date, l.renewal_intent, l.renewal_intent_change_date, l.cancelation_reason, l.is_pending, l.is_acknowledged, l.is_consumed, l.is_billing_retry_period, l.is_trial_period, l.is_intro_period, l.is_expired, l.grace_period_expiration_date, l.revocation_date, l.is_upgraded, l.price_consent_status, l.discount_id, l.quantity, l.amount_usd, l.amount_micros, l.currency, l.offer_type, l.offer_discount_type, l.offer_period, l.ownership_type, l.revocation_type, l.refunded_share, l.state_event_id, l.state_source, l.state_received_at) IS NOT DISTINCT FROM (NEW.receipt_id, NEW.purchase_id, NEW.product_id, NEW.platform, NEW.sandbox, NEW.purchase_date, NEW.last_renewal_date, NEW.renewal_date, NEW.expiration_date, NEW.renewal_intent, NEW.renewal_intent_change_date, NEW.cancelation_reason, NEW.is_pending, NEW.is_acknowledged, NEW.is_consumed, NEW.is_billing_retry_period, NEW.is_trial_period, NEW.is_intro_period, NEW.is_expired, NEW.grace_period_expiration_date, NEW.revocation_date, NEW.is_upgraded, NEW.price_consent_status, NEW.discount_id, NEW.quantity, NEW.amount_usd, NEW.amount_micros, NEW.currency, NEW.offer_type, NEW.offer_discount_type, NEW.offer_period, NEW.ownership_type, NEW.revocation_type, NEW.refunded_share, NEW.state_event_id, NEW.state_source, NEW.state_received_at));
+      ELSE
+        NEW.change_position := NULL;
+      END IF;
+      RETURN NEW;
+    END $$;
+
+-- Provenance1766350000000 down
+
+CREATE OR REPLACE FUNCTION public.stamp_transactions_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_ARGV[0] = 'live' THEN
+        IF TG_OP = 'UPDATE' AND (NEW.receipt_id, NEW.purchase_id, NEW.product_id, NEW.platform, NEW.sandbox, NEW.purchase_date, NEW.last_renewal_date, NEW.renewal_date, NEW.expiration_date, NEW.renewal_intent, NEW.renewal_intent_change_date, NEW.cancelation_reason, NEW.is_pending, NEW.is_acknowledged, NEW.is_consumed, NEW.is_billing_retry_period, NEW.is_trial_period, NEW.is_intro_period, NEW.is_expired, NEW.grace_period_expiration_date, NEW.revocation_date, NEW.is_upgraded, NEW.price_consent_status, NEW.discount_id, NEW.quantity, NEW.amount_usd, NEW.amount_micros, NEW.currency, NEW.offer_type, NEW.offer_discount_type, NEW.offer_period, NEW.ownership_type, NEW.revocation_type, NEW.refunded_share) IS NOT DISTINCT FROM (OLD.receipt_id, OLD.purchase_id, OLD.product_id, OLD.platform, OLD.sandbox, OLD.purchase_date, OLD.last_renewal_date, OLD.renewal_date, OLD.expiration_date, OLD.renewal_intent, OLD.renewal_intent_change_date, OLD.cancelation_reason, OLD.is_pending, OLD.is_acknowledged, OLD.is_consumed, OLD.is_billing_retry_period, OLD.is_trial_period, OLD.is_intro_period, OLD.is_expired, OLD.grace_period_expiration_date, OLD.revocation_date, OLD.is_upgraded, OLD.price_consent_status, OLD.discount_id, OLD.quantity, OLD.amount_usd, OLD.amount_micros, OLD.currency, OLD.offer_type, OLD.offer_discount_type, OLD.offer_period, OLD.ownership_type, OLD.revocation_type, OLD.refunded_share) THEN
+          RETURN NEW;
+        END IF;
+        NEW.change_position := pg_current_xact_id()::text::bigint;
+      ELSIF TG_ARGV[0] = 'generation' THEN
+        NEW.change_position := (
+          SELECT l.change_position FROM read_model.transactions l
+          WHERE l.app_id = NEW.app_id AND l.transaction_id = NEW.transaction_id AND (l.receipt_id, l.purchase_id, l.product_id, l.platform, l.sandbox, l.purchase_date, l.last_renewal_date, l.renewal_date, l.expiration_date, l.renewal_intent, l.renewal_intent_change_date, l.cancelation_reason, l.is_pending, l.is_acknowledged, l.is_consumed, l.is_billing_retry_period, l.is_trial_period, l.is_intro_period, l.is_expired, l.grace_period_expiration_date, l.revocation_date, l.is_upgraded, l.price_consent_status, l.discount_id, l.quantity, l.amount_usd, l.amount_micros, l.currency, l.offer_type, l.offer_discount_type, l.offer_period, l.ownership_type, l.revocation_type, l.refunded_share) IS NOT DISTINCT FROM (NEW.receipt_id, NEW.purchase_id, NEW.product_id, NEW.platform, NEW.sandbox, NEW.purchase_date, NEW.last_renewal_date, NEW.renewal_date, NEW.expiration_date, NEW.renewal_intent, NEW.renewal_intent_change_date, NEW.cancelation_reason, NEW.is_pending, NEW.is_acknowledged, NEW.is_consumed, NEW.is_billing_retry_period, NEW.is_trial_period, NEW.is_intro_period, NEW.is_expired, NEW.grace_period_expiration_date, NEW.revocation_date, NEW.is_upgraded, NEW.price_consent_status, NEW.discount_id, NEW.quantity, NEW.amount_usd, NEW.amount_micros, NEW.currency, NEW.offer_type, NEW.offer_discount_type, NEW.offer_period, NEW.ownership_type, NEW.revocation_type, NEW.refunded_share));
+      ELSE
+        NEW.change_position := NULL;
+      END IF;
+      RETURN NEW;
+    END $$;
+
+ALTER TABLE read_model.transactions
+        DROP COLUMN snapshot_digest, DROP COLUMN state_event_id, DROP COLUMN state_source, DROP COLUMN state_received_at;
+
 -- Revenue1766300000000 down
 
 DROP TABLE read_model.revenue_month_usd;

@@ -7,6 +7,7 @@ import { LineError } from '../import-errors.js';
 import { BARRIER, skip, type ImportEvent, type LineResult, type SourceBarrier, type SourceLine } from '../import-runner.js';
 import { RetryGate, withStoreRetries, type RetryPolicy } from '../store-retry.js';
 import type { AppleApiClient } from './apple-api-client.js';
+import { fromSource, SOURCES } from '../../events/provenance.js';
 
 /** How far back Apple keeps notification history. */
 export const APPLE_NOTIFICATION_HISTORY_DAYS = 180;
@@ -158,7 +159,7 @@ export async function appleNotificationEvents(appId: string, verifier: AppleVeri
   const events = mapDates(() => appleToEvents(appId, notification, transaction as AppleTransaction | undefined, renewal as AppleRenewalInfo | undefined));
   if (events.length === 0)
     return skip(`notification ${notification.notificationUUID} (${notification.notificationType ?? 'no type'}) carries no transaction state`);
-  return { events: events as unknown as ImportEvent[] };
+  return { events: fromSource(events, SOURCES.appleImport) as unknown as ImportEvent[] };
 }
 
 async function verified<T>(field: string, run: () => Promise<T>): Promise<T> {

@@ -14,6 +14,7 @@ import type { AppleVerifier } from '../../store-notifications/apple/apple-verifi
 import { LineError } from '../import-errors.js';
 import { skip, type ImportEvent, type LineResult } from '../import-runner.js';
 import type { AppleApiClient } from './apple-api-client.js';
+import { SOURCES } from '../../events/provenance.js';
 
 /** One line of `import apple --file`: `transactionId[,applicationUsername]`. */
 export type AppleImportLine = { transactionId: string; applicationUsername?: string };
@@ -128,7 +129,7 @@ export async function appleTransactionEvents(appId: string, client: AppleApiClie
       events.push({
         specversion: '1.0',
         id: `apple-import:${original}:${newest}:link:${digest(line.applicationUsername)}`,
-        source: 'apple-app-store-server-api',
+        source: SOURCES.appleImport,
         type: 'receipt.linked',
         time: new Date(newest).toISOString(),
         appid: appId,

@@ -4,8 +4,7 @@
 
 -- bulkSql.createStaged
 CREATE UNLOGGED TABLE read_model_next.staged_events AS
-      SELECT *, NULL::"char" AS kind, NULL::text AS application_username, NULL::int AS log_partition, NULL::bigint AS log_offset,
-             NULL::text AS version_digest
+      SELECT *, NULL::"char" AS kind, NULL::text AS application_username, NULL::int AS log_partition, NULL::bigint AS log_offset
       FROM read_model_next.transactions WITH NO DATA;
     ALTER TABLE read_model_next.staged_events DROP COLUMN change_position;
 
@@ -13,7 +12,7 @@ CREATE UNLOGGED TABLE read_model_next.staged_events AS
 SELECT to_regclass('read_model_next.staged_events') IS NOT NULL AS staged;
 
 -- bulkSql.copyStaged
-COPY read_model_next.staged_events (kind, app_id, transaction_id, receipt_id, purchase_id, product_id, platform, sandbox, purchase_date, last_renewal_date, renewal_date, expiration_date, renewal_intent, renewal_intent_change_date, cancelation_reason, is_pending, is_acknowledged, is_consumed, is_billing_retry_period, is_trial_period, is_intro_period, is_expired, grace_period_expiration_date, revocation_date, is_upgraded, price_consent_status, discount_id, quantity, amount_usd, amount_micros, currency, offer_type, offer_discount_type, offer_period, ownership_type, revocation_type, refunded_share, version_time, version_id, first_event_at, occurred_at, application_username, log_partition, log_offset, version_digest) FROM STDIN;
+COPY read_model_next.staged_events (kind, app_id, transaction_id, receipt_id, purchase_id, product_id, platform, sandbox, purchase_date, last_renewal_date, renewal_date, expiration_date, renewal_intent, renewal_intent_change_date, cancelation_reason, is_pending, is_acknowledged, is_consumed, is_billing_retry_period, is_trial_period, is_intro_period, is_expired, grace_period_expiration_date, revocation_date, is_upgraded, price_consent_status, discount_id, quantity, amount_usd, amount_micros, currency, offer_type, offer_discount_type, offer_period, ownership_type, revocation_type, refunded_share, state_event_id, state_source, state_received_at, version_time, version_id, snapshot_digest, first_event_at, occurred_at, application_username, log_partition, log_offset) FROM STDIN;
 
 -- bulkSql.secondaryIndexes
 SELECT i.indexdef FROM pg_indexes i
@@ -27,29 +26,75 @@ SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name FROM pg_i
     WHERE n.nspname = 'read_model_next' AND NOT x.indisprimary;
 
 -- bulkSql.foldTransactions (rebuild: keeps live positions)
-INSERT INTO read_model_next.transactions (app_id, transaction_id, receipt_id, purchase_id, product_id, platform, sandbox, purchase_date, last_renewal_date, renewal_date, expiration_date, renewal_intent, renewal_intent_change_date, cancelation_reason, is_pending, is_acknowledged, is_consumed, is_billing_retry_period, is_trial_period, is_intro_period, is_expired, grace_period_expiration_date, revocation_date, is_upgraded, price_consent_status, discount_id, quantity, amount_usd, amount_micros, currency, offer_type, offer_discount_type, offer_period, ownership_type, revocation_type, refunded_share, version_time, version_id, snapshot_is_upgraded, snapshot_cancelation_reason, first_event_at, occurred_at, change_position)
-    SELECT w.app_id, w.transaction_id, w.receipt_id, w.purchase_id, w.product_id, w.platform, w.sandbox, w.purchase_date, w.last_renewal_date, w.renewal_date, w.expiration_date, w.renewal_intent, w.renewal_intent_change_date, w.cancelation_reason, w.is_pending, w.is_acknowledged, w.is_consumed, w.is_billing_retry_period, w.is_trial_period, w.is_intro_period, w.is_expired, w.grace_period_expiration_date, w.revocation_date, w.is_upgraded, w.price_consent_status, w.discount_id, w.quantity, w.amount_usd, w.amount_micros, w.currency, w.offer_type, w.offer_discount_type, w.offer_period, w.ownership_type, w.revocation_type, w.refunded_share, w.version_time, w.version_id, w.is_upgraded, w.cancelation_reason, w.first_event,
+WITH ranked AS (
+      SELECT s.app_id, s.transaction_id, s.log_partition, s.log_offset, s.snapshot_digest, s.state_event_id, s.state_source, s.state_received_at,
+             dense_rank() OVER (PARTITION BY s.app_id, s.transaction_id
+                                ORDER BY s.version_time, s.version_id COLLATE "C", s.snapshot_digest COLLATE "C") AS v
+      FROM read_model_next.staged_events s WHERE s.kind = 't'
+    ), chain AS (
+      SELECT * FROM (
+        SELECT r.*, max(r.v) OVER (PARTITION BY r.app_id, r.transaction_id ORDER BY r.log_partition, r.log_offset
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS best_before
+        FROM ranked r) x
+      WHERE x.best_before IS NULL OR x.v > x.best_before
+    ), runs AS (
+      SELECT c.*, count(*) FILTER (WHERE c.snapshot_digest IS DISTINCT FROM c.final)
+                    OVER (PARTITION BY c.app_id, c.transaction_id ORDER BY c.log_partition, c.log_offset
+                          ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS differing_after
+      FROM (SELECT chain.*, first_value(chain.snapshot_digest) OVER (PARTITION BY chain.app_id, chain.transaction_id ORDER BY chain.v DESC) AS final
+            FROM chain) c
+    ), p AS (
+      SELECT DISTINCT ON (app_id, transaction_id) app_id, transaction_id, state_event_id, state_source, state_received_at
+      FROM runs WHERE differing_after = 0
+      ORDER BY app_id, transaction_id, log_partition, log_offset
+    )
+    INSERT INTO read_model_next.transactions (app_id, transaction_id, receipt_id, purchase_id, product_id, platform, sandbox, purchase_date, last_renewal_date, renewal_date, expiration_date, renewal_intent, renewal_intent_change_date, cancelation_reason, is_pending, is_acknowledged, is_consumed, is_billing_retry_period, is_trial_period, is_intro_period, is_expired, grace_period_expiration_date, revocation_date, is_upgraded, price_consent_status, discount_id, quantity, amount_usd, amount_micros, currency, offer_type, offer_discount_type, offer_period, ownership_type, revocation_type, refunded_share, state_event_id, state_source, state_received_at, version_time, version_id, snapshot_digest, snapshot_is_upgraded, snapshot_cancelation_reason, first_event_at, occurred_at, change_position)
+    SELECT w.app_id, w.transaction_id, w.receipt_id, w.purchase_id, w.product_id, w.platform, w.sandbox, w.purchase_date, w.last_renewal_date, w.renewal_date, w.expiration_date, w.renewal_intent, w.renewal_intent_change_date, w.cancelation_reason, w.is_pending, w.is_acknowledged, w.is_consumed, w.is_billing_retry_period, w.is_trial_period, w.is_intro_period, w.is_expired, w.grace_period_expiration_date, w.revocation_date, w.is_upgraded, w.price_consent_status, w.discount_id, w.quantity, w.amount_usd, w.amount_micros, w.currency, w.offer_type, w.offer_discount_type, w.offer_period, w.ownership_type, w.revocation_type, w.refunded_share, p.state_event_id, p.state_source, p.state_received_at, w.version_time, w.version_id, w.snapshot_digest, w.is_upgraded, w.cancelation_reason, w.first_event,
            coalesce(w.last_renewal_date, w.renewal_date, w.purchase_date, w.first_event),
-           CASE WHEN (w.receipt_id, w.purchase_id, w.product_id, w.platform, w.sandbox, w.purchase_date, w.last_renewal_date, w.renewal_date, w.expiration_date, w.renewal_intent, w.renewal_intent_change_date, w.cancelation_reason, w.is_pending, w.is_acknowledged, w.is_consumed, w.is_billing_retry_period, w.is_trial_period, w.is_intro_period, w.is_expired, w.grace_period_expiration_date, w.revocation_date, w.is_upgraded, w.price_consent_status, w.discount_id, w.quantity, w.amount_usd, w.amount_micros, w.currency, w.offer_type, w.offer_discount_type, w.offer_period, w.ownership_type, w.revocation_type, w.refunded_share) IS NOT DISTINCT FROM (l.receipt_id, l.purchase_id, l.product_id, l.platform, l.sandbox, l.purchase_date, l.last_renewal_date, l.renewal_date, l.expiration_date, l.renewal_intent, l.renewal_intent_change_date, l.cancelation_reason, l.is_pending, l.is_acknowledged, l.is_consumed, l.is_billing_retry_period, l.is_trial_period, l.is_intro_period, l.is_expired, l.grace_period_expiration_date, l.revocation_date, l.is_upgraded, l.price_consent_status, l.discount_id, l.quantity, l.amount_usd, l.amount_micros, l.currency, l.offer_type, l.offer_discount_type, l.offer_period, l.ownership_type, l.revocation_type, l.refunded_share) THEN l.change_position END
+           CASE WHEN (w.receipt_id, w.purchase_id, w.product_id, w.platform, w.sandbox, w.purchase_date, w.last_renewal_date, w.renewal_date, w.expiration_date, w.renewal_intent, w.renewal_intent_change_date, w.cancelation_reason, w.is_pending, w.is_acknowledged, w.is_consumed, w.is_billing_retry_period, w.is_trial_period, w.is_intro_period, w.is_expired, w.grace_period_expiration_date, w.revocation_date, w.is_upgraded, w.price_consent_status, w.discount_id, w.quantity, w.amount_usd, w.amount_micros, w.currency, w.offer_type, w.offer_discount_type, w.offer_period, w.ownership_type, w.revocation_type, w.refunded_share, p.state_event_id, p.state_source, p.state_received_at) IS NOT DISTINCT FROM (l.receipt_id, l.purchase_id, l.product_id, l.platform, l.sandbox, l.purchase_date, l.last_renewal_date, l.renewal_date, l.expiration_date, l.renewal_intent, l.renewal_intent_change_date, l.cancelation_reason, l.is_pending, l.is_acknowledged, l.is_consumed, l.is_billing_retry_period, l.is_trial_period, l.is_intro_period, l.is_expired, l.grace_period_expiration_date, l.revocation_date, l.is_upgraded, l.price_consent_status, l.discount_id, l.quantity, l.amount_usd, l.amount_micros, l.currency, l.offer_type, l.offer_discount_type, l.offer_period, l.ownership_type, l.revocation_type, l.refunded_share, l.state_event_id, l.state_source, l.state_received_at) THEN l.change_position END
     FROM (
       SELECT DISTINCT ON (app_id, transaction_id) s.*,
              min(s.version_time) OVER (PARTITION BY s.app_id, s.transaction_id) AS first_event
       FROM read_model_next.staged_events s WHERE s.kind = 't'
-      ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC, s.version_digest COLLATE "C" DESC
+      ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC, s.snapshot_digest COLLATE "C" DESC
     ) w
+    JOIN p ON p.app_id = w.app_id AND p.transaction_id = w.transaction_id
     LEFT JOIN read_model.transactions l ON l.app_id = w.app_id AND l.transaction_id = w.transaction_id;
 
 -- bulkSql.foldTransactions (verify)
-INSERT INTO read_model_next.transactions (app_id, transaction_id, receipt_id, purchase_id, product_id, platform, sandbox, purchase_date, last_renewal_date, renewal_date, expiration_date, renewal_intent, renewal_intent_change_date, cancelation_reason, is_pending, is_acknowledged, is_consumed, is_billing_retry_period, is_trial_period, is_intro_period, is_expired, grace_period_expiration_date, revocation_date, is_upgraded, price_consent_status, discount_id, quantity, amount_usd, amount_micros, currency, offer_type, offer_discount_type, offer_period, ownership_type, revocation_type, refunded_share, version_time, version_id, snapshot_is_upgraded, snapshot_cancelation_reason, first_event_at, occurred_at, change_position)
-    SELECT w.app_id, w.transaction_id, w.receipt_id, w.purchase_id, w.product_id, w.platform, w.sandbox, w.purchase_date, w.last_renewal_date, w.renewal_date, w.expiration_date, w.renewal_intent, w.renewal_intent_change_date, w.cancelation_reason, w.is_pending, w.is_acknowledged, w.is_consumed, w.is_billing_retry_period, w.is_trial_period, w.is_intro_period, w.is_expired, w.grace_period_expiration_date, w.revocation_date, w.is_upgraded, w.price_consent_status, w.discount_id, w.quantity, w.amount_usd, w.amount_micros, w.currency, w.offer_type, w.offer_discount_type, w.offer_period, w.ownership_type, w.revocation_type, w.refunded_share, w.version_time, w.version_id, w.is_upgraded, w.cancelation_reason, w.first_event,
+WITH ranked AS (
+      SELECT s.app_id, s.transaction_id, s.log_partition, s.log_offset, s.snapshot_digest, s.state_event_id, s.state_source, s.state_received_at,
+             dense_rank() OVER (PARTITION BY s.app_id, s.transaction_id
+                                ORDER BY s.version_time, s.version_id COLLATE "C", s.snapshot_digest COLLATE "C") AS v
+      FROM read_model_next.staged_events s WHERE s.kind = 't'
+    ), chain AS (
+      SELECT * FROM (
+        SELECT r.*, max(r.v) OVER (PARTITION BY r.app_id, r.transaction_id ORDER BY r.log_partition, r.log_offset
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS best_before
+        FROM ranked r) x
+      WHERE x.best_before IS NULL OR x.v > x.best_before
+    ), runs AS (
+      SELECT c.*, count(*) FILTER (WHERE c.snapshot_digest IS DISTINCT FROM c.final)
+                    OVER (PARTITION BY c.app_id, c.transaction_id ORDER BY c.log_partition, c.log_offset
+                          ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS differing_after
+      FROM (SELECT chain.*, first_value(chain.snapshot_digest) OVER (PARTITION BY chain.app_id, chain.transaction_id ORDER BY chain.v DESC) AS final
+            FROM chain) c
+    ), p AS (
+      SELECT DISTINCT ON (app_id, transaction_id) app_id, transaction_id, state_event_id, state_source, state_received_at
+      FROM runs WHERE differing_after = 0
+      ORDER BY app_id, transaction_id, log_partition, log_offset
+    )
+    INSERT INTO read_model_next.transactions (app_id, transaction_id, receipt_id, purchase_id, product_id, platform, sandbox, purchase_date, last_renewal_date, renewal_date, expiration_date, renewal_intent, renewal_intent_change_date, cancelation_reason, is_pending, is_acknowledged, is_consumed, is_billing_retry_period, is_trial_period, is_intro_period, is_expired, grace_period_expiration_date, revocation_date, is_upgraded, price_consent_status, discount_id, quantity, amount_usd, amount_micros, currency, offer_type, offer_discount_type, offer_period, ownership_type, revocation_type, refunded_share, state_event_id, state_source, state_received_at, version_time, version_id, snapshot_digest, snapshot_is_upgraded, snapshot_cancelation_reason, first_event_at, occurred_at, change_position)
+    SELECT w.app_id, w.transaction_id, w.receipt_id, w.purchase_id, w.product_id, w.platform, w.sandbox, w.purchase_date, w.last_renewal_date, w.renewal_date, w.expiration_date, w.renewal_intent, w.renewal_intent_change_date, w.cancelation_reason, w.is_pending, w.is_acknowledged, w.is_consumed, w.is_billing_retry_period, w.is_trial_period, w.is_intro_period, w.is_expired, w.grace_period_expiration_date, w.revocation_date, w.is_upgraded, w.price_consent_status, w.discount_id, w.quantity, w.amount_usd, w.amount_micros, w.currency, w.offer_type, w.offer_discount_type, w.offer_period, w.ownership_type, w.revocation_type, w.refunded_share, p.state_event_id, p.state_source, p.state_received_at, w.version_time, w.version_id, w.snapshot_digest, w.is_upgraded, w.cancelation_reason, w.first_event,
            coalesce(w.last_renewal_date, w.renewal_date, w.purchase_date, w.first_event),
            NULL
     FROM (
       SELECT DISTINCT ON (app_id, transaction_id) s.*,
              min(s.version_time) OVER (PARTITION BY s.app_id, s.transaction_id) AS first_event
       FROM read_model_next.staged_events s WHERE s.kind = 't'
-      ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC, s.version_digest COLLATE "C" DESC
-    ) w;
+      ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC, s.snapshot_digest COLLATE "C" DESC
+    ) w
+    JOIN p ON p.app_id = w.app_id AND p.transaction_id = w.transaction_id;
 
 -- bulkSql.foldReceipts
 INSERT INTO read_model_next.receipts (app_id, receipt_id, application_username, explicit, version_time, version_id)

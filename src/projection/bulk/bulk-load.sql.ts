@@ -8,8 +8,12 @@ import { VISIBLE_COLUMNS, shownRow } from '../../change-feed/change-positions.sq
 import { REDACTED_PATTERN } from '../../customers/erase-customer/erasure-hash.js';
 import { earns, revenueCellColumns } from '../../revenue/revenue-cell.sql.js';
 
-/** What the fold copies from a transaction's winning snapshot: its shown columns and its version. */
-const SNAPSHOT_COLUMNS = [...VISIBLE_COLUMNS.transactions, 'version_time', 'version_id'];
+/** What the fold copies from a transaction's winning snapshot: its shown columns, its version and content digest. */
+const SNAPSHOT_COLUMNS = [...VISIBLE_COLUMNS.transactions, 'version_time', 'version_id', 'snapshot_digest'];
+/** Provenance: taken from the event that made the winning state (mergeTransaction), not from the winner. */
+const STATE_COLUMNS: readonly string[] = ['state_event_id', 'state_source', 'state_received_at'];
+/** A column of the folded row: the winner's `w`, or provenance's `p`. */
+const folded = (c: string) => (STATE_COLUMNS.includes(c) ? `p.${c}` : `w.${c}`);
 
 export const STAGED_TABLE = 'staged_events';
 
@@ -24,19 +28,17 @@ export const STAGED_COLUMNS = [
   'application_username',
   'log_partition',
   'log_offset',
-  'version_digest',
 ] as const;
 
 export const bulkSql = (schema: string) => ({
   /**
    * One row per staged event: a transaction.updated as its row image plus the username it names,
-   * a receipt.linked as (receipt, username); a snapshot's version_digest (snapshotDigest) breaks ties
-   * between equal versions as the live path does. Unlogged: the generation is rebuilt from the log anyway.
+   * a receipt.linked as (receipt, username); a snapshot's snapshot_digest breaks ties between equal
+   * versions as the live path does. Unlogged: the generation is rebuilt from the log anyway.
    */
   createStaged: `
     CREATE UNLOGGED TABLE ${schema}.${STAGED_TABLE} AS
-      SELECT *, NULL::"char" AS kind, NULL::text AS application_username, NULL::int AS log_partition, NULL::bigint AS log_offset,
-             NULL::text AS version_digest
+      SELECT *, NULL::"char" AS kind, NULL::text AS application_username, NULL::int AS log_partition, NULL::bigint AS log_offset
       FROM ${schema}.transactions WITH NO DATA;
     ALTER TABLE ${schema}.${STAGED_TABLE} DROP COLUMN change_position`,
 
@@ -60,18 +62,45 @@ export const bulkSql = (schema: string) => ({
    * order of snapshotWins) whole, dated by the earliest
    * event's time when it carries no charge date. keepLivePositions (a rebuild, not a verify) keeps the live row's change
    * position where the shown values are the same (a rebuild that changes nothing replays nothing).
+   *
+   * Provenance replays mergeTransaction in log order: the snapshots that won when they came (ranked
+   * above every one before them in the partition) form a chain; the row's provenance is the first of
+   * the chain's last run saying what the winner says.
    */
   foldTransactions: (keepLivePositions: boolean) => `
+    WITH ranked AS (
+      SELECT s.app_id, s.transaction_id, s.log_partition, s.log_offset, s.snapshot_digest, ${STATE_COLUMNS.map((c) => `s.${c}`).join(', ')},
+             dense_rank() OVER (PARTITION BY s.app_id, s.transaction_id
+                                ORDER BY s.version_time, s.version_id COLLATE "C", s.snapshot_digest COLLATE "C") AS v
+      FROM ${schema}.${STAGED_TABLE} s WHERE s.kind = 't'
+    ), chain AS (
+      SELECT * FROM (
+        SELECT r.*, max(r.v) OVER (PARTITION BY r.app_id, r.transaction_id ORDER BY r.log_partition, r.log_offset
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS best_before
+        FROM ranked r) x
+      WHERE x.best_before IS NULL OR x.v > x.best_before
+    ), runs AS (
+      SELECT c.*, count(*) FILTER (WHERE c.snapshot_digest IS DISTINCT FROM c.final)
+                    OVER (PARTITION BY c.app_id, c.transaction_id ORDER BY c.log_partition, c.log_offset
+                          ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS differing_after
+      FROM (SELECT chain.*, first_value(chain.snapshot_digest) OVER (PARTITION BY chain.app_id, chain.transaction_id ORDER BY chain.v DESC) AS final
+            FROM chain) c
+    ), p AS (
+      SELECT DISTINCT ON (app_id, transaction_id) app_id, transaction_id, ${STATE_COLUMNS.join(', ')}
+      FROM runs WHERE differing_after = 0
+      ORDER BY app_id, transaction_id, log_partition, log_offset
+    )
     INSERT INTO ${schema}.transactions (app_id, transaction_id, ${SNAPSHOT_COLUMNS.join(', ')}, snapshot_is_upgraded, snapshot_cancelation_reason, first_event_at, occurred_at, change_position)
-    SELECT w.app_id, w.transaction_id, ${SNAPSHOT_COLUMNS.map((c) => `w.${c}`).join(', ')}, w.is_upgraded, w.cancelation_reason, w.first_event,
+    SELECT w.app_id, w.transaction_id, ${SNAPSHOT_COLUMNS.map(folded).join(', ')}, w.is_upgraded, w.cancelation_reason, w.first_event,
            coalesce(w.last_renewal_date, w.renewal_date, w.purchase_date, w.first_event),
-           ${keepLivePositions ? `CASE WHEN ${shownRow('w', 'transactions')} IS NOT DISTINCT FROM ${shownRow('l', 'transactions')} THEN l.change_position END` : 'NULL'}
+           ${keepLivePositions ? `CASE WHEN (${VISIBLE_COLUMNS.transactions.map(folded).join(', ')}) IS NOT DISTINCT FROM ${shownRow('l', 'transactions')} THEN l.change_position END` : 'NULL'}
     FROM (
       SELECT DISTINCT ON (app_id, transaction_id) s.*,
              min(s.version_time) OVER (PARTITION BY s.app_id, s.transaction_id) AS first_event
       FROM ${schema}.${STAGED_TABLE} s WHERE s.kind = 't'
-      ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC, s.version_digest COLLATE "C" DESC
+      ORDER BY s.app_id, s.transaction_id, s.version_time DESC, s.version_id COLLATE "C" DESC, s.snapshot_digest COLLATE "C" DESC
     ) w
+    JOIN p ON p.app_id = w.app_id AND p.transaction_id = w.transaction_id
     ${keepLivePositions ? `LEFT JOIN read_model.transactions l ON l.app_id = w.app_id AND l.transaction_id = w.transaction_id` : ''}`,
 
   /**

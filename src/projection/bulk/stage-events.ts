@@ -5,7 +5,7 @@ import copyStreams from 'pg-copy-streams';
 import type { EntityManager } from 'typeorm';
 import { assertNever } from '../../common/assert-never.js';
 import type { PurchaseEvent } from '../../events/purchase-event.js';
-import { snapshotDigest, transactionRow, type TransactionRow } from '../project-events.js';
+import { transactionRow, type TransactionRow } from '../project-events.js';
 import { STAGED_COLUMNS, bulkSql } from './bulk-load.sql.js';
 
 export type StagedEvent = { event: PurchaseEvent; offset: string };
@@ -18,7 +18,6 @@ type StagedRow = Partial<Omit<TransactionRow, 'app_id' | 'receipt_id' | 'version
     application_username: string | null;
     log_partition: number;
     log_offset: string;
-    version_digest?: string;
   };
 
 /** COPY's text format: NULL is \N; backslash, tab, newline and carriage return are escaped. */
@@ -50,13 +49,12 @@ export async function stageEvents(m: Pick<EntityManager, 'queryRunner'>, schema:
     switch (event.type) {
       case 'transaction.updated': {
         // the fresh row image gains the staging columns in place: a spread would copy its 36 fields
-        const image = transactionRow(event.appId, event.data, version);
+        const image = transactionRow(event.appId, event.data, version, event);
         row = Object.assign(image, {
           kind: 't' as const,
           application_username: event.data.applicationUsername ?? null,
           log_partition: partition,
           log_offset: offset,
-          version_digest: snapshotDigest(image),
         });
         break;
       }

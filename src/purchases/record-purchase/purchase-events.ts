@@ -11,6 +11,7 @@ import { appleVerifierFor, type AppleVerifier } from '../../store-notifications/
 import { GooglePlayApi } from '../../store-notifications/google/google-play.js';
 import { mapDates, refuseUnstorableDates } from '../../store-notifications/store-dates.js';
 import { PurchaseError } from '../purchase.errors.js';
+import { fromSource, SOURCES } from '../../events/provenance.js';
 import type { PurchaseSource } from './purchase-body.js';
 
 /**
@@ -30,6 +31,10 @@ export class PurchaseSources {
 
   /** The events the purchase stands for, each as the store's own path would publish it. */
   async events(appId: string, source: PurchaseSource): Promise<ContractEvent[]> {
+    return fromSource(await this.storeEvents(appId, source), SOURCES.appPurchases);
+  }
+
+  private async storeEvents(appId: string, source: PurchaseSource): Promise<ContractEvent[]> {
     if (source.platform === 'google') return this.google(appId, source.purchaseToken, source.productId);
     if ('signedTransaction' in source) return this.signedTransaction(appId, source.signedTransaction);
     const transactionId = 'transactionId' in source ? source.transactionId : transactionIdOfReceipt(source.appReceipt);

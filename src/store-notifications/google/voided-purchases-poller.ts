@@ -10,6 +10,8 @@ import { GOOGLE_VOIDED_KIND, listVoidedPurchases, storedOrder, VOIDED_RETENTION_
 import { GOOGLE_VOIDED_POLL_LOCK } from '../../database/advisory-locks.js';
 import { ImportJournal } from '../../import/import-journal.js';
 import { NotificationPublisher } from '../notification-publisher.js';
+import { sourcedLine } from '../../import/import-runner.js';
+import { SOURCES } from '../../events/provenance.js';
 
 /** Each poll starts this far before the last one did: Google files a void when it sees it, not at voidedTimeMillis. */
 const OVERLAP_MS = 10 * 60_000;
@@ -81,7 +83,7 @@ export class VoidedPurchasesPoller implements OnApplicationBootstrap, BeforeAppl
       n++;
       const key = voidedItemKey(v);
       if ((await journal.done([key])).size > 0) continue;
-      const result = googleVoidedImportEvents(appId, v, await storedOrder(this.db, appId, v.orderId), revoked);
+      const result = sourcedLine(googleVoidedImportEvents(appId, v, await storedOrder(this.db, appId, v.orderId), revoked), SOURCES.googleVoidedPoll);
       if ('skip' in result) {
         this.logger.warn({ msg: 'voided purchase not applied', appId, reason: result.skip });
         await journal.record([{ key, line: n, outcome: 'skipped', detail: result.skip }]);

@@ -10,6 +10,7 @@ import { hasChainFilter } from './transaction-filters.js';
 import { Inject } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { proceedsOf, type Commission } from '../../revenue/commission.js';
+import { provenanceOf } from '../../events/provenance.js';
 
 @QueryHandler(ListTransactionsQuery)
 export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQuery> {
@@ -46,8 +47,8 @@ export class ListTransactionsHandler implements IQueryHandler<ListTransactionsQu
 }
 
 /**
- * Drops absent fields, emits both amount spellings the spec's samples use, and adds the proceeds
- * of the app's commission rate for the row's store (docs/revenue.md).
+ * Drops absent fields, emits both amount spellings the spec's samples use, adds the proceeds
+ * of the app's commission rate for the row's store (docs/revenue.md) and the row's provenance.
  */
 export function toView(row: TransactionRow, commission: Commission, appId: string): TransactionView {
   const view: Record<string, unknown> = {};
@@ -56,6 +57,10 @@ export function toView(row: TransactionRow, commission: Commission, appId: strin
     if (value !== null) view[key] = value;
   }
   delete view.afterFirstYear;
+  delete view.stateSource;
+  delete view.stateEventId;
+  delete view.stateReceivedAt;
+  if (row.stateSource && row.stateEventId) view.provenance = provenanceOf(row.stateSource, row.stateEventId, row.stateReceivedAt ?? null);
   if (row.amountUSD !== null) view.priceUSD = row.amountUSD;
   if (row.amountMicros !== null) view.amountMicros = view.priceMicros = Number(row.amountMicros);
   Object.assign(view, proceedsOf(commission(appId, row.platform), row));

@@ -26,7 +26,8 @@ SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.pro
   t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
   CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
         ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
-  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[]))
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear",
+  t.state_source AS "stateSource", t.state_event_id AS "stateEventId", t.state_received_at AS "stateReceivedAt" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[]))
             ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4;
 
 -- filteredTransactionsSql.count (purchaseId)
@@ -53,7 +54,8 @@ SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.pro
   t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
   CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
         ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
-  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[]))
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear",
+  t.state_source AS "stateSource", t.state_event_id AS "stateEventId", t.state_received_at AS "stateReceivedAt" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[]))
             ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4;
 
 -- filteredTransactionsSql.count (transactionId+productId+platform+sandbox, startDate and endDate)
@@ -80,7 +82,8 @@ SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.pro
   t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
   CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
         ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
-  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[])) AND t.product_id = $3 AND t.platform = $4 AND t.sandbox IS NOT TRUE AND t.occurred_at >= $5 AND t.occurred_at < $6
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear",
+  t.state_source AS "stateSource", t.state_event_id AS "stateEventId", t.state_received_at AS "stateReceivedAt" FROM read_model.transactions t WHERE t.app_id = $1 AND t.purchase_id IN (SELECT unnest($2::text[]) UNION ALL SELECT c.purchase_id FROM read_model.transactions c WHERE c.app_id = $1 AND c.transaction_id = ANY($2::text[])) AND t.product_id = $3 AND t.platform = $4 AND t.sandbox IS NOT TRUE AND t.occurred_at >= $5 AND t.occurred_at < $6
             ORDER BY t.occurred_at, t.transaction_id OFFSET $7 LIMIT $8;
 
 -- pageStartSql (no filter)
@@ -212,7 +215,8 @@ SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.pro
   t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
   CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
         ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
-  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear",
+  t.state_source AS "stateSource", t.state_event_id AS "stateEventId", t.state_received_at AS "stateReceivedAt"
     FROM (SELECT t.occurred_at AS k_at, t.transaction_id AS k_id FROM read_model.transactions t
           WHERE t.app_id = $1 AND t.occurred_at >= $2
           ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4) k
@@ -238,7 +242,8 @@ SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.pro
   t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
   CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
         ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
-  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear",
+  t.state_source AS "stateSource", t.state_event_id AS "stateEventId", t.state_received_at AS "stateReceivedAt"
     FROM (SELECT t.occurred_at AS k_at, t.transaction_id AS k_id FROM read_model.transactions t
           WHERE t.app_id = $1 AND t.occurred_at >= $2 AND t.occurred_at < $5
           ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4) k
@@ -264,7 +269,8 @@ SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.pro
   t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
   CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
         ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
-  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear",
+  t.state_source AS "stateSource", t.state_event_id AS "stateEventId", t.state_received_at AS "stateReceivedAt"
     FROM (SELECT t.occurred_at AS k_at, t.transaction_id AS k_id FROM read_model.transactions t
           WHERE t.app_id = $1 AND t.occurred_at >= $2 AND t.product_id = $5 AND t.platform = $6 AND t.sandbox IS NOT TRUE
           ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4) k
@@ -290,7 +296,8 @@ SELECT t.transaction_id AS "transactionId", t.purchase_id AS "purchaseId", t.pro
   t.ownership_type AS "ownershipType", coalesce(t.amount_usd::numeric, public.usd_amount(t.amount_micros, t.currency, coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at)))::float8 AS "amountUSD",
   CASE WHEN t.revocation_date IS NOT NULL THEN (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
         ELSE coalesce(t.refunded_share, 1) END) END::float8 AS "refundedShare",
-  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear"
+  (t.expiration_date IS NOT NULL AND t.purchase_date IS NOT NULL AND coalesce(t.last_renewal_date, t.purchase_date, t.occurred_at) >= t.purchase_date + interval '1 year') AS "afterFirstYear",
+  t.state_source AS "stateSource", t.state_event_id AS "stateEventId", t.state_received_at AS "stateReceivedAt"
     FROM (SELECT t.occurred_at AS k_at, t.transaction_id AS k_id FROM read_model.transactions t
           WHERE t.app_id = $1 AND t.occurred_at >= $2 AND t.occurred_at < $5 AND t.product_id = $6 AND t.platform = $7 AND t.sandbox IS NOT TRUE
           ORDER BY t.occurred_at, t.transaction_id OFFSET $3 LIMIT $4) k

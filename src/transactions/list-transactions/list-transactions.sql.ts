@@ -41,6 +41,10 @@ export type TransactionRow = {
   refundedShare: number | null;
   /** Only in TRANSACTION_COLUMNS: the commission tier (proceeds). */
   afterFirstYear?: boolean | null;
+  /** Only in TRANSACTION_COLUMNS: where the row's state came from (toView's provenance). */
+  stateSource?: string | null;
+  stateEventId?: string | null;
+  stateReceivedAt?: Date | null;
 };
 
 /**
@@ -71,7 +75,8 @@ export const STORED_TRANSACTION_COLUMNS = `${FACT_COLUMNS}, t.amount_usd AS "amo
  */
 export const TRANSACTION_COLUMNS = `${FACT_COLUMNS}, ${amountUsd('t')}::float8 AS "amountUSD",
   CASE WHEN t.revocation_date IS NOT NULL THEN ${refundShare('t')} END::float8 AS "refundedShare",
-  ${afterFirstYear('t')} AS "afterFirstYear"`;
+  ${afterFirstYear('t')} AS "afterFirstYear",
+  t.state_source AS "stateSource", t.state_event_id AS "stateEventId", t.state_received_at AS "stateReceivedAt"`;
 
 export type PageStartRow = { total: string | null; day: string | null; before: string | null };
 
