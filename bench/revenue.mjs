@@ -23,6 +23,7 @@ import { dataSourceOptions } from '../dist/database/data-source-options.js';
 import { runMigrations } from '../dist/database/migrate.js';
 import { bulkSql } from '../dist/projection/bulk/bulk-load.sql.js';
 import { loadRates } from '../dist/fx/load-rates.js';
+import { deriveAllMonths } from '../dist/revenue/revenue-months.js';
 import { freePort } from '../test/kafka/broker.mjs';
 import { adminQuery, waitForService } from './proc.mjs';
 import { SERVICE_NODE_FLAGS } from './service-flags.mjs';
@@ -82,7 +83,7 @@ try {
   const fold = bulkSql('read_model').foldDayCounts.split(';').filter((s) => s.includes('revenue_day_sums'));
   for (const statement of fold) await ds.query(statement);
   // then the USD months, as the rebuild folds them (rates already loaded)
-  await ds.query(bulkSql('read_model').foldRevenueMonths);
+  await deriveAllMonths(ds, 'read_model');
   [{ n: results.sums }] = await ds.query(`SELECT count(*)::int AS n FROM read_model.revenue_day_sums`);
   [{ n: results.months }] = await ds.query(`SELECT count(*)::int AS n FROM read_model.revenue_month_usd`);
   log(`${results.sums} day sum rows, ${results.months} USD month rows`);

@@ -116,8 +116,7 @@ WITH now AS (
       RETURNING 1)
     INSERT INTO read_model.revenue_month_usd AS u
     SELECT c.app_id, date_trunc('month', c.day)::date, c.platform, c.product_id, c.after_first_year, sum(c.n), sum(c.unpriced),
-           sum(CASE WHEN c.currency <> '' AND r.usd IS NULL THEN c.n ELSE 0 END),
-           sum(c.gross_usd) + coalesce(sum(c.gross_micros / 1000000 * r.usd), 0), sum(c.refunded_usd) + coalesce(sum(c.refunded_micros / 1000000 * r.usd), 0)
+           sum(CASE WHEN c.currency <> '' AND r.usd IS NULL THEN c.n ELSE 0 END), sum(c.gross_usd + coalesce(c.gross_micros / 1000000 * r.usd, 0)), sum(c.refunded_usd + coalesce(c.refunded_micros / 1000000 * r.usd, 0))
     FROM changed c
     LEFT JOIN (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM changed WHERE currency <> '') p) r ON r.day = c.day AND r.currency = c.currency
     WHERE (SELECT count(*) FROM days) >= 0

@@ -2,7 +2,7 @@
 // primary key, so concurrent batches lock rows in the same order and cannot deadlock each other.
 
 import { APP_LOCK_SPACE, RECEIPT_LOCK_SPACE } from '../database/advisory-locks.js';
-import { earns, revenueCellColumns } from '../revenue/revenue-cell.sql.js';
+import { converted, dayRates, earns, revenueCellColumns } from '../revenue/revenue-cell.sql.js';
 import { iso } from './customer-summary.sql.js';
 
 /**
@@ -22,6 +22,8 @@ export const RECEIPT_LOCK_BUCKETS = 64;
  * average (the lock table holds max_locks_per_transaction x max_connections entries for all).
  */
 export const APP_LOCK_BUCKETS = 8;
+
+const changedAtRate = converted('c', 'r');
 
 export const sql = (schema: string) => ({
   /**
@@ -149,10 +151,9 @@ export const sql = (schema: string) => ({
       RETURNING 1)
     INSERT INTO ${schema}.revenue_month_usd AS u
     SELECT c.app_id, date_trunc('month', c.day)::date, c.platform, c.product_id, c.after_first_year, sum(c.n), sum(c.unpriced),
-           sum(CASE WHEN c.currency <> '' AND r.usd IS NULL THEN c.n ELSE 0 END),
-           sum(c.gross_usd) + coalesce(sum(c.gross_micros / 1000000 * r.usd), 0), sum(c.refunded_usd) + coalesce(sum(c.refunded_micros / 1000000 * r.usd), 0)
+           sum(${changedAtRate.unconverted}), sum(${changedAtRate.grossUsd}), sum(${changedAtRate.refundsUsd})
     FROM changed c
-    LEFT JOIN (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM changed WHERE currency <> '') p) r ON r.day = c.day AND r.currency = c.currency
+    LEFT JOIN ${dayRates('changed')} r ON r.day = c.day AND r.currency = c.currency
     WHERE (SELECT count(*) FROM days) >= 0
     GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
     ON CONFLICT (app_id, month, platform, product_id, after_first_year) DO UPDATE SET

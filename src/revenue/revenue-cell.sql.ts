@@ -40,3 +40,17 @@ export const revenueCellColumns = (t: string) => `${t}.app_id, (${chargedAt(t)} 
   CASE WHEN ${t}.amount_usd IS NULL AND ${t}.currency IS NOT NULL THEN coalesce(${t}.amount_micros, 0) ELSE 0 END::numeric AS gross_micros,
   coalesce(${t}.amount_usd, 0)::numeric AS gross_usd,
   ${refundShare(t)} AS refund_share`;
+
+/**
+ * Each day and currency of the day sums `from` at its rate, once per pair (public.usd_rate, two
+ * index look-ups): join it as `r` on day and currency for the conversions below.
+ */
+export const dayRates = (from: string) =>
+  `(SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM ${from} WHERE currency <> '') p)`;
+
+/** A day sum `s` at its day's rate `r` (dayRates): its rows without a rate, its gross and its refunds in USD. */
+export const converted = (s: string, r: string) => ({
+  unconverted: `CASE WHEN ${s}.currency <> '' AND ${r}.usd IS NULL THEN ${s}.n ELSE 0 END`,
+  grossUsd: `${s}.gross_usd + coalesce(${s}.gross_micros / 1000000 * ${r}.usd, 0)`,
+  refundsUsd: `${s}.refunded_usd + coalesce(${s}.refunded_micros / 1000000 * ${r}.usd, 0)`,
+});

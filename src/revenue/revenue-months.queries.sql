@@ -20,9 +20,7 @@ WITH k AS (SELECT DISTINCT app_id, month FROM unnest($1::text[], $2::date[]) AS 
     r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM days WHERE currency <> '') p)
     INSERT INTO read_model.revenue_month_usd
     SELECT s.app_id, s.month, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
-           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
-           sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0),
-           sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
+           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END), sum(s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0)), sum(s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0))
     FROM days s LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
     GROUP BY s.app_id, s.month, s.platform, s.product_id, s.after_first_year
     HAVING sum(s.n) <> 0;

@@ -1,4 +1,5 @@
 import { REVENUE_RATES_LOCK } from '../database/advisory-locks.js';
+import { converted, dayRates } from './revenue-cell.sql.js';
 
 /**
  * read_model.revenue_month_usd: per application, month, store, product and commission tier, the
@@ -6,6 +7,8 @@ import { REVENUE_RATES_LOCK } from '../database/advisory-locks.js';
  * day sums converted at the rates loaded now (apply-batch.sql.ts, addRevenueChanges); loading rates
  * re-derives the months they reach whole, so a month always equals converting its day sums now.
  */
+const atRate = converted('s', 'r');
+
 export const revenueMonthsSql = (schema: string) => ({
   /** Shared by a batch adding to the months, exclusive while rates load and months are re-derived. */
   shareRates: `SELECT pg_advisory_xact_lock_shared(${REVENUE_RATES_LOCK})`,
@@ -21,12 +24,10 @@ export const revenueMonthsSql = (schema: string) => ({
     days AS MATERIALIZED (
       SELECT s.*, k.month FROM k JOIN ${schema}.revenue_day_sums s
         ON s.app_id = k.app_id AND s.day >= k.month AND s.day < (k.month + interval '1 month')::date),
-    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM days WHERE currency <> '') p)
+    r AS MATERIALIZED ${dayRates('days')}
     INSERT INTO ${schema}.revenue_month_usd
     SELECT s.app_id, s.month, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
-           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
-           sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0),
-           sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
+           sum(${atRate.unconverted}), sum(${atRate.grossUsd}), sum(${atRate.refundsUsd})
     FROM days s LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
     GROUP BY s.app_id, s.month, s.platform, s.product_id, s.after_first_year
     HAVING sum(s.n) <> 0`,

@@ -213,7 +213,7 @@ export const MODULES: Record<string, ModuleInputs> = {
     cases: { revenueMonthsSql: [['', [LIVE]]] },
   },
   'src/revenue/revenue-cell.sql.ts': {
-    notStatements: ['chargedAt', 'afterFirstYear', 'refundShare', 'amountUsd', 'earns', 'revenueCellColumns'],
+    notStatements: ['chargedAt', 'afterFirstYear', 'refundShare', 'amountUsd', 'earns', 'revenueCellColumns', 'dayRates', 'converted'],
     cases: {},
   },
   'src/projection/customer-summary.sql.ts': {

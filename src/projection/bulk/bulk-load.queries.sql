@@ -145,17 +145,5 @@ INSERT INTO read_model_next.transaction_day_counts (app_id, day, n)
   (CASE WHEN t.revocation_date IS NULL OR t.revocation_type = 'FAMILY_REVOKE' OR (t.snapshot_is_upgraded IS TRUE AND t.revocation_type IS NULL) THEN 0
         ELSE coalesce(t.refunded_share, 1) END) AS refund_share FROM read_model_next.transactions t WHERE (t.sandbox IS NOT TRUE AND t.is_pending IS NOT TRUE AND t.ownership_type IS DISTINCT FROM 'FAMILY_SHARED')) c GROUP BY 1, 2, 3, 4, 5, 6;
 
--- bulkSql.foldRevenueMonths
-INSERT INTO read_model_next.revenue_month_usd
-    SELECT s.app_id, date_trunc('month', s.day)::date, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
-           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
-           sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0),
-           sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
-    FROM read_model_next.revenue_day_sums s
-    LEFT JOIN (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM read_model_next.revenue_day_sums WHERE currency <> '') p) r
-      ON r.day = s.day AND r.currency = s.currency
-    GROUP BY 1, 2, 3, 4, 5
-    HAVING sum(s.n) <> 0 OR sum(s.gross_usd) <> 0 OR sum(s.gross_micros) <> 0;
-
 -- bulkSql.dropStaged
 DROP TABLE read_model_next.staged_events;

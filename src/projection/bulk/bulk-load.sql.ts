@@ -158,18 +158,5 @@ export const bulkSql = (schema: string) => ({
            sum(gross_micros), sum(gross_micros * refund_share), sum(gross_usd), sum(gross_usd * refund_share)
     FROM (SELECT ${revenueCellColumns('t')} FROM ${schema}.transactions t WHERE ${earns('t')}) c GROUP BY 1, 2, 3, 4, 5, 6`,
 
-  /** Every month of the folded day sums in USD (revenue-months.sql.ts re-derives them the same way, a few at a time). */
-  foldRevenueMonths: `
-    INSERT INTO ${schema}.revenue_month_usd
-    SELECT s.app_id, date_trunc('month', s.day)::date, s.platform, s.product_id, s.after_first_year, sum(s.n), sum(s.unpriced),
-           sum(CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END),
-           sum(s.gross_usd) + coalesce(sum(s.gross_micros / 1000000 * r.usd), 0),
-           sum(s.refunded_usd) + coalesce(sum(s.refunded_micros / 1000000 * r.usd), 0)
-    FROM ${schema}.revenue_day_sums s
-    LEFT JOIN (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM ${schema}.revenue_day_sums WHERE currency <> '') p) r
-      ON r.day = s.day AND r.currency = s.currency
-    GROUP BY 1, 2, 3, 4, 5
-    HAVING sum(s.n) <> 0 OR sum(s.gross_usd) <> 0 OR sum(s.gross_micros) <> 0`,
-
   dropStaged: `DROP TABLE ${schema}.${STAGED_TABLE}`,
 });

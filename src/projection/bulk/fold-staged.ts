@@ -1,4 +1,5 @@
 import { revenueMonthsSql } from '../../revenue/revenue-months.sql.js';
+import { deriveAllMonths } from '../../revenue/revenue-months.js';
 import type { EntityManager } from 'typeorm';
 import { FEED_TABLES, installStampTriggerSql, type StampMode } from '../../change-feed/change-positions.sql.js';
 import { refreshAllSummaries } from '../customer-summaries.js';
@@ -58,5 +59,5 @@ export async function foldStaged(m: Query, schema: string, mode: Exclude<StampMo
   // Last: USD per month from the day sums, under the rates lock as a batch adds to them, held only
   // from here to the commit (a rates load waiting for it would queue every live batch behind it)
   await m.query(revenueMonthsSql(schema).shareRates);
-  await m.query(q.foldRevenueMonths);
+  await deriveAllMonths(m, schema);
 }

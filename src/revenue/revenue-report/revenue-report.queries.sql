@@ -16,8 +16,7 @@ WITH edges AS MATERIALIZED (
       FROM read_model.revenue_month_usd u
       WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
       UNION ALL
-      SELECT NULL::text, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
-             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      SELECT NULL::text, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END, s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
       FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
     ) x
@@ -38,8 +37,7 @@ WITH edges AS MATERIALIZED (
       FROM read_model.revenue_month_usd u
       WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
       UNION ALL
-      SELECT s.day::text, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
-             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      SELECT s.day::text, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END, s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
       FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
     ) x
@@ -60,8 +58,7 @@ WITH edges AS MATERIALIZED (
       FROM read_model.revenue_month_usd u
       WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
       UNION ALL
-      SELECT s.product_id, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
-             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      SELECT s.product_id, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END, s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
       FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
     ) x
@@ -82,8 +79,7 @@ WITH edges AS MATERIALIZED (
       FROM read_model.revenue_month_usd u
       WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
       UNION ALL
-      SELECT s.platform, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
-             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      SELECT s.platform, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END, s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
       FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
     ) x
@@ -104,8 +100,7 @@ WITH edges AS MATERIALIZED (
       FROM read_model.revenue_month_usd u
       WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
       UNION ALL
-      SELECT s.product_id, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
-             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      SELECT s.product_id, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END, s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
       FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
     ) x

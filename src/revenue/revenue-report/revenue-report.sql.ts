@@ -1,3 +1,4 @@
+import { converted, dayRates } from '../revenue-cell.sql.js';
 import type { RevenueReportQuery } from './revenue-report.query.js';
 
 export type RevenuePartRow = {
@@ -46,11 +47,12 @@ export function reportParts(q: RevenueReportQuery): { before: [string, string]; 
 export function revenueReportSql(q: RevenueReportQuery): { name: string; sql: string; params: unknown[] } {
   const key = q.groupBy ? KEY[q.groupBy] : { month: 'NULL::text', day: 'NULL::text' };
   const { before, months, after } = reportParts(q);
+  const atRate = converted('s', 'r');
   const sql = `
     WITH edges AS MATERIALIZED (
       SELECT * FROM read_model.revenue_day_sums s
       WHERE s.app_id = $1 AND ((s.day >= $2::date AND s.day < $3::date) OR (s.day >= $6::date AND s.day < $7::date))),
-    r AS MATERIALIZED (SELECT p.day, p.currency, public.usd_rate(p.currency, p.day) AS usd FROM (SELECT DISTINCT day, currency FROM edges WHERE currency <> '') p)
+    r AS MATERIALIZED ${dayRates('edges')}
     SELECT key, platform, after_first_year, sum(n)::text AS n, sum(unpriced)::text AS unpriced, sum(unconverted)::text AS unconverted,
            sum(gross)::text AS gross_usd, sum(refunds)::text AS refunds_usd
     FROM (
@@ -58,8 +60,7 @@ export function revenueReportSql(q: RevenueReportQuery): { name: string; sql: st
       FROM read_model.revenue_month_usd u
       WHERE u.app_id = $1 AND u.month >= $4::date AND u.month < $5::date
       UNION ALL
-      SELECT ${key.day}, s.platform, s.after_first_year, s.n, s.unpriced, CASE WHEN s.currency <> '' AND r.usd IS NULL THEN s.n ELSE 0 END,
-             s.gross_usd + coalesce(s.gross_micros / 1000000 * r.usd, 0), s.refunded_usd + coalesce(s.refunded_micros / 1000000 * r.usd, 0)
+      SELECT ${key.day}, s.platform, s.after_first_year, s.n, s.unpriced, ${atRate.unconverted}, ${atRate.grossUsd}, ${atRate.refundsUsd}
       FROM edges s
       LEFT JOIN r ON r.day = s.day AND r.currency = s.currency
     ) x
