@@ -19,6 +19,7 @@ import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { StoreNotificationsModule } from './store-notifications/store-notifications.module.js';
 import { PurchasesModule } from './purchases/purchases.module.js';
 import { FxModule } from './fx/fx.module.js';
+import { ReconcileModule } from './reconcile/reconcile.module.js';
 
 export type AppModuleOptions = { config: AppConfig; database: DatabaseServer; extraImports?: ModuleMetadata['imports']; clock?: Clock };
 
@@ -44,6 +45,7 @@ export class AppModule {
         StoreNotificationsModule,
         PurchasesModule,
         FxModule,
+        ReconcileModule,
         ...extraImports,
       ],
       providers: [

@@ -10,6 +10,7 @@ import { MoveToKafkaCommand } from './move-to-kafka.command.js';
 import { OffsetsCommand, OffsetsResetCommand, OffsetsShowCommand } from './offsets.command.js';
 import { PublishCommand } from './publish.command.js';
 import { RebuildCommand } from './rebuild.command.js';
+import { ReconcileCommand } from './reconcile.command.js';
 import { SampleNotificationCommand } from './sample-notification.command.js';
 import { TokenCommand } from './token.command.js';
 import { WEBHOOK_SUBCOMMANDS, WebhooksCommand } from './webhooks.command.js';
@@ -38,6 +39,7 @@ export class CliModule {
         MoveToKafkaCommand,
         FxCommand,
         FxImportCommand,
+        ReconcileCommand,
       ],
     };
   }

@@ -21,6 +21,7 @@ import { GoogleEnv } from './env/google.env.js';
 import { WebhooksEnv } from './env/webhooks.env.js';
 import { AppEnv } from './env/app.env.js';
 import { FxEnv } from './env/fx.env.js';
+import { ReconcileEnv } from './env/reconcile.env.js';
 import { weakSecretReason } from './secret-strength.js';
 import { appleSettings, googleSettings, stripeSettings, type AppleSettings, type GoogleSettings, type StripeSettings } from './store-settings.js';
 
@@ -53,6 +54,7 @@ const ENVIRONMENT: readonly EnvSlice[] = [
   PurchasesEnv,
   RevenueEnv,
   FxEnv,
+  ReconcileEnv,
 ];
 type Environment = AppEnv &
   HttpEnv &
@@ -71,7 +73,8 @@ type Environment = AppEnv &
   StripeEnv &
   PurchasesEnv &
   RevenueEnv &
-  FxEnv;
+  FxEnv &
+  ReconcileEnv;
 
 /**
  * The variables of each slice: its properties that carry a validation decorator (@IsOptional
@@ -119,6 +122,7 @@ const OWNED_PREFIXES = [
   'IMPORT_',
   'FX_',
   'STORE_',
+  'RECONCILE_',
 ];
 /**
  * Every variable loadConfig reads, from the slices' validation metadata; deploy/kubernetes is
@@ -214,9 +218,14 @@ export type AppConfig = Readonly<{
   fxRates?: Readonly<FxRatesSettings>;
   /** STORE_COMMISSION: each app's commission rates per store, for proceeds (docs/revenue.md). */
   commission: Commission;
+  /** RECONCILE_*: the reconciler's schedule (intervalMs unset: none) and what makes a subscription suspect (docs/operations.md). */
+  reconcile: Readonly<ReconcileSettings>;
   /** Things worth saying at start-up that do not stop it (unknown variables of ours, by name). */
   warnings: readonly string[];
 }>;
+
+/** The reconciler (docs/operations.md, "Reconciliation"). */
+export type ReconcileSettings = { intervalMs?: number; overdueMarginMs: number; checkEveryMs: number; sampleSize: number };
 
 /** The scheduled fetch of the ECB's reference rates (docs/exchange-rates.md). */
 export type FxRatesSettings = { url: string; intervalMs: number };
@@ -339,6 +348,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): AppConfig {
     importConcurrency: env.IMPORT_CONCURRENCY,
     commission: commissionOf(env.STORE_COMMISSION),
     fxRates: env.FX_RATES_URL ? Object.freeze({ url: env.FX_RATES_URL, intervalMs: env.FX_RATES_INTERVAL }) : undefined,
+    reconcile: Object.freeze({
+      intervalMs: env.RECONCILE_INTERVAL,
+      overdueMarginMs: env.RECONCILE_OVERDUE_MARGIN,
+      checkEveryMs: env.RECONCILE_CHECK_EVERY,
+      sampleSize: env.RECONCILE_SAMPLE_SIZE,
+    }),
     purchases: Object.freeze({ ownership: (appId: string) => ownershipByApp.get(appId) ?? env.PURCHASE_OWNERSHIP, waitMs: env.PURCHASE_WAIT }),
     webhooks: Object.freeze({
       deliveryEnabled: env.WEBHOOK_DELIVERY_ENABLED,

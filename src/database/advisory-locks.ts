@@ -21,6 +21,8 @@ export const GOOGLE_VOIDED_POLL_LOCK = 7_186_073_968;
 export const FX_RATES_FETCH_LOCK = 7_088_696_766;
 /** Transaction lock, one key: shared while a batch or a rebuild adds to the USD months, exclusive while rates load and re-derive them (revenue/revenue-months.ts). */
 export const REVENUE_RATES_LOCK = 727_007;
+/** Session lock, one key: one scheduled reconciliation pass over every instance (RECONCILE_INTERVAL, docs/operations.md; the digits of "RECON"). */
+export const RECONCILE_LOCK = 8_269_677_978;
 
 export const ADVISORY_LOCKS = {
   MIGRATION_LOCK,
@@ -32,4 +34,5 @@ export const ADVISORY_LOCKS = {
   GOOGLE_VOIDED_POLL_LOCK,
   FX_RATES_FETCH_LOCK,
   REVENUE_RATES_LOCK,
+  RECONCILE_LOCK,
 } as const;

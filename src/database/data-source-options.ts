@@ -28,6 +28,7 @@ import { StatusAtRead1766100000000 } from './migrations/1766100000000-status-at-
 import { AccountTokens1766200000000 } from './migrations/1766200000000-account-tokens.js';
 import { Revenue1766300000000 } from './migrations/1766300000000-revenue.js';
 import { Provenance1766350000000 } from './migrations/1766350000000-provenance.js';
+import { Reconcile1766400000000 } from './migrations/1766400000000-reconcile.js';
 
 export const MIGRATIONS = [
   ReadModels1763700000000,
@@ -58,6 +59,7 @@ export const MIGRATIONS = [
   AccountTokens1766200000000,
   Revenue1766300000000,
   Provenance1766350000000,
+  Reconcile1766400000000,
 ];
 
 /**

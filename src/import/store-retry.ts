@@ -26,11 +26,17 @@ export class RetryGate {
   }
 }
 
-/** Retry-After as the HTTP spec allows it (delta-seconds or an HTTP date), in milliseconds; undefined when absent or unreadable. */
+/**
+ * Retry-After in milliseconds from now; undefined when absent or unreadable. As the HTTP spec
+ * allows it (delta-seconds or an HTTP date), or as the App Store Server API sends it: a UNIX time
+ * in milliseconds ("Identifying rate limits"), told apart by its 12 or more digits.
+ */
 export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
   if (!value) return undefined;
-  if (/^\d{1,9}$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const at = Date.parse(value);
+  const text = value.trim();
+  if (/^\d{1,9}$/.test(text)) return Number(text) * 1000;
+  if (/^\d{12,16}$/.test(text)) return Math.max(0, Number(text) - now);
+  const at = Date.parse(text);
   return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 }
 

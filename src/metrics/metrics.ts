@@ -61,6 +61,35 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly storeNotificationDelay = new Histogram({
+    name: 'subscription_records_store_notification_delay_seconds',
+    help: "Time from a store notification's own time (Apple's signedDate, Google's eventTimeMillis) to its arrival at the endpoint, by store",
+    labelNames: ['store'] as const,
+    buckets: [1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 3 * 24 * 3600],
+    registers: [this.registry],
+  });
+
+  readonly reconcileDrift = new Counter({
+    name: 'subscription_records_reconcile_drift_total',
+    help: 'Subscriptions the reconciler found the read models wrong about and healed, by kind (missed_renewal, missed_expiry, missed_refund, wrong_intent, other)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly reconcileChecked = new Counter({
+    name: 'subscription_records_reconcile_checked_total',
+    help: 'Subscriptions the scheduled reconciliation asked the store about, by why (renewal_overdue, retry_overdue, pending_overdue, sample, voided)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly storeApiCalls = new Counter({
+    name: 'subscription_records_store_api_calls_total',
+    help: 'Requests the reconciler sent to the store APIs, by store and outcome (ok, rate_limited: 429, error: 5xx, network or another 4xx)',
+    labelNames: ['store', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly webhookDeliveries = new Counter({
     name: 'subscription_records_webhook_deliveries_total',
     help: 'Webhook delivery attempts by outcome: delivered, retry (failed, will be tried again), failed (given up after WEBHOOK_MAX_AGE)',

@@ -45,6 +45,7 @@ describe('CLI conventions (integration: the built CLI)', () => {
     'move-to-kafka --help',
     'fx --help',
     'fx import --help',
+    'reconcile --help',
   ])('%s exits 0 with the help on stdout, each default said once', async (line) => {
     const r = await runCli(line.split(' '), env);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
@@ -103,6 +104,9 @@ describe('CLI conventions (integration: the built CLI)', () => {
     [['offsets', 'reset', '--to', 'x', '--partition', '0'], /--to must be earliest, latest or an offset \(got "x"\)/],
     [['offsets', 'reset', '--to', '1', '--partition', 'x'], /--partition must be a partition number/],
     [['move-to-kafka', 'extra'], /move-to-kafka takes no arguments/],
+    [['reconcile', 'extra'], /reconcile takes no arguments/],
+    [['reconcile'], /reconcile needs --app/],
+    [['reconcile', '--app', 'demo-app', '--all', '--suspect'], /reconcile takes --all or --suspect, not both/],
     [['move-to-kafka', '--batch-size', '0'], /--batch-size must be a positive integer \(got "0"\)/],
     // Checked before the database is opened: without one, these exited 1 saying none was running.
     [['webhooks', 'add'], /webhooks add needs --app/],

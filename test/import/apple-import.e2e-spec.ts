@@ -182,7 +182,7 @@ describe('import apple (e2e: built CLI, loopback App Store mock, real PostgreSQL
     const chains = Array.from({ length: 6 }, () => chain(randomUUID(), 1, 2));
     for (const c of chains) mock.addCustomer(c);
     const limitedBefore = mock.counts.limited;
-    mock.rateLimitNext(3, '1');
+    mock.rateLimitNext(3, 1000);
     const started = Date.now();
     const run = await importApple(writeTempFile('limited.csv', chains.map((c) => c[0].transactionId).join('\n')));
     expect(run.code).toBe(0);

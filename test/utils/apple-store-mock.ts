@@ -43,7 +43,7 @@ export async function startAppleStoreMock(o: {
   const notifications: MockNotification[] = [];
   const counts = { history: 0, statuses: 0, notifications: 0, limited: 0, failed: 0, unauthorized: 0 };
   let limitNext = 0;
-  let retryAfter = '1';
+  let retryAfterMs = 1000;
   let failNext = 0;
   let inFlight = 0;
   let maxInFlight = 0;
@@ -107,7 +107,8 @@ export async function startAppleStoreMock(o: {
     if (limitNext > 0) {
       limitNext--;
       counts.limited++;
-      return send(429, { errorCode: 4290000, errorMessage: 'Rate limit exceeded.' }, { 'retry-after': retryAfter });
+      // "Identifying rate limits": Retry-After holds the UNIX time, in milliseconds, of the next allowed request
+      return send(429, { errorCode: 4290000, errorMessage: 'Rate limit exceeded.' }, { 'retry-after': String(Date.now() + retryAfterMs) });
     }
     if (failNext > 0) {
       failNext--;
@@ -235,9 +236,9 @@ export async function startAppleStoreMock(o: {
       notifications.push(n);
     },
     signNotification,
-    rateLimitNext(n: number, retryAfterHeader = '1'): void {
+    rateLimitNext(n: number, waitMs = 1000): void {
       limitNext = n;
-      retryAfter = retryAfterHeader;
+      retryAfterMs = waitMs;
     },
     failNext(n: number): void {
       failNext = n;

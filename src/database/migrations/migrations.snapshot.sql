@@ -902,6 +902,32 @@ CREATE OR REPLACE FUNCTION public.stamp_transactions_change() RETURNS trigger LA
       RETURN NEW;
     END $$;
 
+-- Reconcile1766400000000 up
+
+CREATE TABLE public.reconcile_checks (
+        app_id     text        NOT NULL,
+        receipt_id text        NOT NULL,
+        checked_at timestamptz NOT NULL,
+        PRIMARY KEY (app_id, receipt_id)
+      );
+
+CREATE TABLE public.reconcile_runs (
+        app_id      text        NOT NULL,
+        run_id      text        NOT NULL,
+        mode        text        NOT NULL CHECK (mode IN ('suspect', 'all')),
+        started_at  timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz,
+        PRIMARY KEY (app_id, run_id)
+      );
+
+CREATE UNIQUE INDEX reconcile_runs_open_idx ON public.reconcile_runs (app_id, mode) WHERE finished_at IS NULL;
+
+-- Reconcile1766400000000 down
+
+DROP TABLE public.reconcile_runs;
+
+DROP TABLE public.reconcile_checks;
+
 -- Provenance1766350000000 down
 
 CREATE OR REPLACE FUNCTION public.stamp_transactions_change() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -73,6 +73,9 @@ export class AppleNotificationsController {
     const signedPayload = (body as { signedPayload?: unknown } | null)?.signedPayload;
     if (typeof signedPayload !== 'string') throw this.refused(appId, 'the body must be JSON with a signedPayload string');
     const notification = await this.verify('signedPayload', appId, () => verifier.verifyAndDecodeNotification(signedPayload));
+    // How late the store delivers (docs/operations.md, "Reconciliation"): signedDate is when Apple signed it.
+    if (typeof notification.signedDate === 'number')
+      this.metrics.storeNotificationDelay.observe({ store: 'apple' }, Math.max(0, Date.now() - notification.signedDate) / 1000);
     const type = notification.notificationType ?? 'UNKNOWN';
     const signedTransaction = notification.data?.signedTransactionInfo;
     const signedRenewal = notification.data?.signedRenewalInfo;

@@ -127,6 +127,7 @@ export class GoogleNotificationsController {
       this.metrics.storeNotifications.inc({ store: 'google', type: kind, outcome: 'refused' });
       throw error;
     }
+    if (eventTime) this.metrics.storeNotificationDelay.observe({ store: 'google' }, Math.max(0, Date.now() - eventTime.getTime()) / 1000);
 
     let events: ContractEvent[] = [];
     if (n.subscriptionNotification?.purchaseToken) {
