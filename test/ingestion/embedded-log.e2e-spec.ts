@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { expectEventually } from '../utils/expect-eventually.js';
 import { txEvent } from '../utils/events.js';
 import { runCli, writeTempFile } from '../utils/processes.js';
-import { projectFromScratch, snapshotReadModels } from '../utils/read-models.js';
+import { arrivalsApart, projectFromScratch, snapshotReadModels } from '../utils/read-models.js';
 import { scenarioEvents, toBuffers, toNdjson } from '../utils/scenario.js';
 
 const TOPIC = 'purchase-events';
@@ -109,7 +109,8 @@ describe('ingestion from the embedded event log (e2e: CLI -> log table -> consum
       reference.dataSource,
       log.map((r) => r.value),
     );
-    expect(await snapshotReadModels(db.dataSource)).toEqual(await snapshotReadModels(reference.dataSource));
+    // when the log received each event is the log's own fact: the reference, given the values alone, has none
+    expect(arrivalsApart(await snapshotReadModels(db.dataSource))).toEqual(arrivalsApart(await snapshotReadModels(reference.dataSource)));
     await sync.expectListedRows(); // a change-feed client polling during the ingest missed nothing
   });
 });

@@ -11,6 +11,7 @@ import { embeddedLogCaughtUp } from '../utils/events.js';
 import { expectEventually } from '../utils/expect-eventually.js';
 import { startGooglePlayMock } from '../utils/google-play-mock.js';
 import { runCli, serviceEnv, writeTempFile } from '../utils/processes.js';
+import { startReceiver } from '../utils/webhook-receiver.js';
 
 jest.setTimeout(120_000);
 
@@ -32,6 +33,9 @@ let apple: AppleStoreMock;
 let google: Awaited<ReturnType<typeof startGooglePlayMock>>;
 let db: TestDatabase;
 let api: TestApp;
+let hook: Awaited<ReturnType<typeof startReceiver>>;
+/** Webhooks to a loopback receiver, delivered without waiting (test/webhooks' settings). */
+const WEBHOOKS = { WEBHOOK_ALLOW_HOSTS: '127.0.0.1', WEBHOOK_POLL_MS: '50', WEBHOOK_RETRY_BASE_MS: '50', WEBHOOK_TIMEOUT_MS: '500' };
 let env: Record<string, string>;
 /** How long ago the Apple mock signs what it answers: a state the store vouched for long ago is due for the sample. */
 let signedAgo = 60_000;
@@ -119,10 +123,12 @@ beforeAll(async () => {
     GOOGLE_API_SELF_SIGNED_JWT: 'true',
     IMPORT_CONCURRENCY: '4',
   };
-  api = await startTestApp({ databaseUrl: db.url, env: { CONSUMER_ENABLED: 'true' } });
+  api = await startTestApp({ databaseUrl: db.url, env: { CONSUMER_ENABLED: 'true', ...WEBHOOKS } });
+  hook = await startReceiver();
 });
 afterAll(async () => {
   await api?.close();
+  await hook?.close();
   await db?.drop();
   await apple?.close();
   await google?.close();
@@ -260,6 +266,10 @@ describe('reconcile (e2e: built CLI and the schedule, loopback App Store and Pla
     expect(await logSize()).toBe(size);
     expect(await db.dataSource.query(`SELECT 1 FROM public.reconcile_runs UNION ALL SELECT 1 FROM public.reconcile_checks`)).toEqual([]);
 
+    // A webhook endpoint from here on: it is sent every change after it was added.
+    const added = await runCli(['webhooks', 'add', '--app', APP, '--url', hook.url], { ...env, WEBHOOK_ALLOW_HOSTS: '127.0.0.1' });
+    expect(added.code).toBe(0);
+
     // The pass, with both stores rate limiting at first: every worker waits out Retry-After, the pass completes.
     const { next: cursor } = await feedAfter('0');
     const [appleBefore, googleBefore, limitedBefore] = [apple.received.length, google.calls.length, apple.counts.limited];
@@ -328,6 +338,19 @@ describe('reconcile (e2e: built CLI and the schedule, loopback App Store and Pla
         expect.objectContaining({ kind: 'reconciliation', source: 'subscription-records-reconciliation', eventId: expect.stringMatching(/^reconcile:/) }),
       ]);
 
+    // Webhooks: each healed row once, from the reconciliation (the customers it changed come apart).
+    const sentRows = () => hook.received.filter((r) => r.message.data.transactionId !== undefined).map((r) => r.message.data);
+    await expectEventually(
+      () =>
+        expect(
+          sentRows()
+            .map((r) => r.transactionId)
+            .sort(),
+        ).toEqual([...healedRows].sort()),
+      30_000,
+    );
+    for (const r of sentRows()) expect(r.provenance).toMatchObject({ kind: 'reconciliation' });
+
     // A second pass, and a pass over every subscription: the store says what the read models show, nothing is published.
     const after = await logSize();
     const again = await reconcile();
@@ -338,6 +361,7 @@ describe('reconcile (e2e: built CLI and the schedule, loopback App Store and Pla
     expect(await logSize()).toBe(after);
     await embeddedLogCaughtUp(db.dataSource);
     expect((await feedAfter(next)).rows).toEqual([]);
+    expect(sentRows()).toHaveLength(healedRows.length);
   });
 
   it('runs on RECONCILE_INTERVAL in one instance at a time, and counts drift and store calls in /metrics', async () => {
