@@ -8,7 +8,7 @@ import type { DataSource } from 'typeorm';
 import type { EventSink } from '../cli/event-sink.js';
 import type { Progress } from '../common/progress.js';
 import type { ReconcileSettings } from '../config/app-config.js';
-import { appleTransactionEvents } from '../import/apple/apple-transaction-import.js';
+import { appleStatusEvents, appleTransactionEvents } from '../import/apple/apple-transaction-import.js';
 import { googleVoidedImportEvents, importGooglePurchase, type StoredOrder } from '../import/google/google-import.js';
 import { listVoidedPurchases, storedOrder, VOIDED_RETENTION_MS } from '../import/google/google-voided.js';
 import { ImportJournal } from '../import/import-journal.js';
@@ -25,7 +25,7 @@ import {
 import { decodeEvent } from '../events/decode-event.js';
 import { transactionRow } from '../projection/project-events.js';
 import type { RetryPolicy } from '../import/store-retry.js';
-import { describeDrift, DRIFT_KINDS, driftOf, kindsOf, type DriftKind, type StoredRow, type TransactionDrift } from './drift.js';
+import { describeDrift, DRIFT_KINDS, driftOf, kindsOf, type Drift, type DriftKind, type StoredRow, type TransactionDrift } from './drift.js';
 import type { ReconcileStores } from './reconcile-stores.js';
 import { reconcileSql } from './reconcile.sql.js';
 import { SUSPECT_PHASES, suspicion, type SubscriptionHead, type Suspicion } from './suspicion.js';
@@ -76,8 +76,7 @@ export type ReconcileSummary = ImportSummary & {
 const PLATFORMS: Record<keyof ReconcileStores, string> = { apple: 'apple', google: 'google' };
 
 /** The latest row of every subscription of the app on `platforms`, a page at a time, in receipt order. */
-async function* subscriptionHeads(db: DataSource, appId: string, platforms: string[], pageSize: number): AsyncGenerator<SubscriptionHead> {
-  let after = '';
+async function* subscriptionHeads(db: DataSource, appId: string, platforms: string[], pageSize: number, after = ''): AsyncGenerator<SubscriptionHead> {
   for (;;) {
     const rows = (await db.query(reconcileSql.subscriptionPage, [appId, after, platforms, pageSize])) as SubscriptionHead[];
     for (const r of rows) yield r;
@@ -96,6 +95,11 @@ export async function reconcilePass(o: ReconcileOptions): Promise<ReconcileSumma
   // A subscription two items of the pass heal (its state, then a void) counts once, and each kind once.
   const healedReceipts = new Set<string>();
   const countedKinds = new Set<string>();
+
+  // The rotating sample starts after the last receipt the last finished pass sampled; this pass's reach is recorded when it finishes.
+  const [cursor] = (await db.query(reconcileSql.sampleCursor, [appId])) as { sample_after: string | null }[];
+  const sampleFrom = cursor?.sample_after ?? '';
+  let sampleReached: string | undefined;
 
   let line = 0;
   const numbered = (item: Item): SourceLine => {
@@ -132,13 +136,24 @@ export async function reconcilePass(o: ReconcileOptions): Promise<ReconcileSumma
     }
     yield BARRIER;
     if (o.mode === 'suspect') {
+      // On from where the last pass left off, wrapping around: what keeps failing cannot hold the sample's places.
       let sampled = 0;
-      for await (const h of heads()) {
+      for await (const h of rotated(sampleFrom)) {
         if (sampled >= o.policy.sampleSize) break;
         if (suspicion(h, now, o.policy) !== 'sample') continue;
         sampled++;
+        sampleReached = h.receiptId;
         yield sub(h, 'sample');
       }
+    }
+  }
+  /** Every subscription head once: those after `from`, then from the first up to `from`. */
+  async function* rotated(from: string): AsyncGenerator<SubscriptionHead> {
+    yield* subscriptionHeads(db, appId, platforms, pageSize, from);
+    if (from === '') return;
+    for await (const h of heads()) {
+      if (h.receiptId > from) return;
+      yield h;
     }
   }
 
@@ -159,38 +174,50 @@ export async function reconcilePass(o: ReconcileOptions): Promise<ReconcileSumma
       if (order && !((voided.get(order)?.versionTime ?? new Date(0)) >= versionTime)) voided.set(order, { snapshot: e.data, versionTime });
     }
   };
-  const storeAnswer = async (item: Item): Promise<LineResult> => {
-    if (item.t === 'void') {
-      const result = googleVoidedImportEvents(appId, item.v, await storedOrder(db, appId, item.v.orderId), voided);
-      // Voids the read models show already (most of them) or cannot apply are no drift: nothing to say.
-      return 'skip' in result ? { events: [] } : result;
-    }
-    if (item.platform === 'apple' && stores.apple) {
-      const id = item.receiptId.slice('apple:'.length);
-      if (!/^\d{1,30}$/.test(id)) throw new LineError(`${item.receiptId} names no App Store transaction id`);
-      return appleTransactionEvents(appId, stores.apple.client, stores.apple.verifier, { transactionId: id });
-    }
-    if (item.platform === 'google' && stores.google) {
-      return importGooglePurchase(stores.google.api, appId, stores.google.packageName, {
-        purchaseToken: item.receiptId.slice('google:'.length),
-        productId: item.productId,
-      });
-    }
-    throw new LineError(`${item.receiptId}: no store API configured for platform ${item.platform}`);
-  };
-
-  const fetchEvents = async (item: Item): Promise<LineResult> => {
-    const answer = await storeAnswer(item);
-    asked[item.t === 'sub' ? item.reason : 'voided']++;
-    if ('skip' in answer) return answer;
-    const ids = [...new Set(answer.events.filter((e) => e.type === 'transaction.updated').map((e) => String(e.data.transactionId)))];
+  /** The store's answer against the stored rows (or what this pass published since, if newer). */
+  const compare = async (answer: readonly ImportEvent[]) => {
+    const ids = [...new Set(answer.filter((e) => e.type === 'transaction.updated').map((e) => String(e.data.transactionId)))];
     const rows = ids.length === 0 ? [] : ((await db.query(reconcileSql.storedRows, [appId, ids])) as StoredRow[]);
     const stored = new Map(rows.map((r) => [r.transaction_id, r]));
     for (const id of ids) {
       const mine = published.get(id);
       if (mine && mine.version_time > (stored.get(id)?.version_time ?? '')) stored.set(id, mine);
     }
-    const found = driftOf(appId, answer.events, stored, o.maxFutureSkewMs);
+    return driftOf(appId, answer, stored, o.maxFutureSkewMs);
+  };
+  /** What differs between the store's answer about `item` and the read models. */
+  const ask = async (item: Item): Promise<Drift | { skip: string }> => {
+    if (item.t === 'void') {
+      const result = googleVoidedImportEvents(appId, item.v, await storedOrder(db, appId, item.v.orderId), voided);
+      // Voids the read models show already (most of them) or cannot apply are no drift: nothing to say.
+      return 'skip' in result ? { transactions: [], events: [] } : compare(result.events);
+    }
+    if (item.platform === 'apple' && stores.apple) {
+      const { client, verifier } = stores.apple;
+      const id = item.receiptId.slice('apple:'.length);
+      if (!/^\d{1,30}$/.test(id)) throw new LineError(`${item.receiptId} names no App Store transaction id`);
+      // The statuses first (one call); the whole history, for renewals and refunds the statuses do not show, only when they disagree.
+      const status = await appleStatusEvents(appId, client, verifier, id);
+      if ('skip' in status) return status;
+      const first = await compare(status.events);
+      if (first.transactions.length === 0) return first;
+      const history = await appleTransactionEvents(appId, client, verifier, { transactionId: id }, status.statuses);
+      return 'skip' in history ? history : compare(history.events);
+    }
+    if (item.platform === 'google' && stores.google) {
+      const answer = await importGooglePurchase(stores.google.api, appId, stores.google.packageName, {
+        purchaseToken: item.receiptId.slice('google:'.length),
+        productId: item.productId,
+      });
+      return 'skip' in answer ? answer : compare(answer.events);
+    }
+    throw new LineError(`${item.receiptId}: no store API configured for platform ${item.platform}`);
+  };
+
+  const fetchEvents = async (item: Item): Promise<LineResult> => {
+    const found = await ask(item);
+    asked[item.t === 'sub' ? item.reason : 'voided']++;
+    if ('skip' in found) return found;
     remember(found.events);
     const byReceipt = new Map<string, TransactionDrift[]>();
     for (const d of found.transactions) byReceipt.set(d.receiptId, [...(byReceipt.get(d.receiptId) ?? []), d]);
@@ -241,7 +268,7 @@ export async function reconcilePass(o: ReconcileOptions): Promise<ReconcileSumma
     signal: o.signal,
     maxFutureSkewMs: o.maxFutureSkewMs,
   });
-  if (runId && !summary.interrupted && !summary.fatal) await db.query(reconcileSql.finishRun, [appId, runId]);
+  if (runId && !summary.interrupted && !summary.fatal) await db.query(reconcileSql.finishRun, [appId, runId, sampleReached ?? (sampleFrom || null)]);
   return { ...summary, runId, resumed, asked, drift, healed: healedReceipts.size };
 }
 

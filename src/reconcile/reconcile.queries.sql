@@ -30,6 +30,11 @@ SELECT t.transaction_id, t.receipt_id, t.purchase_id, t.product_id, t.platform, 
     FROM read_model.transactions t
     WHERE t.app_id = $1 AND t.transaction_id = ANY($2::text[]);
 
+-- reconcileSql.sampleCursor
+SELECT sample_after FROM public.reconcile_runs
+    WHERE app_id = $1 AND mode = 'suspect' AND finished_at IS NOT NULL
+    ORDER BY finished_at DESC LIMIT 1;
+
 -- reconcileSql.openRun
 SELECT run_id FROM public.reconcile_runs WHERE app_id = $1 AND mode = $2 AND finished_at IS NULL;
 
@@ -48,4 +53,4 @@ WITH checked AS (
     ), old AS (
       DELETE FROM public.reconcile_runs WHERE app_id = $1 AND finished_at < now() - interval '30 days'
     )
-    UPDATE public.reconcile_runs SET finished_at = now() WHERE app_id = $1 AND run_id = $2;
+    UPDATE public.reconcile_runs SET finished_at = now(), sample_after = $3 WHERE app_id = $1 AND run_id = $2;

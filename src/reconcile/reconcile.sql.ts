@@ -40,6 +40,12 @@ export const reconcileSql = {
     FROM read_model.transactions t
     WHERE t.app_id = $1 AND t.transaction_id = ANY($2::text[])`,
 
+  /** $1 app: where the last finished suspect pass left the rotating sample (the last receipt it sampled), if any. */
+  sampleCursor: `
+    SELECT sample_after FROM public.reconcile_runs
+    WHERE app_id = $1 AND mode = 'suspect' AND finished_at IS NOT NULL
+    ORDER BY finished_at DESC LIMIT 1`,
+
   /** $1 app, $2 mode: the pass of that mode that did not finish (a SIGKILL), to resume. */
   openRun: `SELECT run_id FROM public.reconcile_runs WHERE app_id = $1 AND mode = $2 AND finished_at IS NULL`,
 
@@ -47,8 +53,9 @@ export const reconcileSql = {
   startRun: `INSERT INTO public.reconcile_runs (app_id, run_id, mode) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 
   /**
-   * $1 app, $2 run id: the pass is over; every subscription it asked about (the journal's 'sub:'
-   * items of the pass, published or skipped) counts as checked when its answer was recorded. The
+   * $1 app, $2 run id, $3 the last receipt its sample reached: the pass is over; every subscription
+   * it asked about (the journal's 'sub:' items of the pass, published or skipped; not those that
+   * failed) counts as checked when its answer was recorded; the next sample starts after $3. The
    * pass's journal, only needed to resume it, goes; so do passes finished over 30 days ago.
    */
   finishRun: `
@@ -63,5 +70,5 @@ export const reconcileSql = {
     ), old AS (
       DELETE FROM public.reconcile_runs WHERE app_id = $1 AND finished_at < now() - interval '30 days'
     )
-    UPDATE public.reconcile_runs SET finished_at = now() WHERE app_id = $1 AND run_id = $2`,
+    UPDATE public.reconcile_runs SET finished_at = now(), sample_after = $3 WHERE app_id = $1 AND run_id = $2`,
 };

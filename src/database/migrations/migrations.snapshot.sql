@@ -922,6 +922,14 @@ CREATE TABLE public.reconcile_runs (
 
 CREATE UNIQUE INDEX reconcile_runs_open_idx ON public.reconcile_runs (app_id, mode) WHERE finished_at IS NULL;
 
+-- ReconcileSampleCursor1766410000000 up
+
+ALTER TABLE public.reconcile_runs ADD COLUMN sample_after text;
+
+-- ReconcileSampleCursor1766410000000 down
+
+ALTER TABLE public.reconcile_runs DROP COLUMN sample_after;
+
 -- Reconcile1766400000000 down
 
 DROP TABLE public.reconcile_runs;

@@ -49,16 +49,83 @@ const NOT_FOUND = new Set([4040010, 4040005]);
 
 const digest = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 16);
 
+/** Get All Subscription Statuses' answer, by original transaction id: each subscription's latest transaction and renewal state. */
+export type AppleStatuses = Map<
+  string,
+  { transactionId?: string; status?: number; transaction?: JWSTransactionDecodedPayload; renewal?: JWSRenewalInfoDecodedPayload }
+>;
+
+/**
+ * Get All Subscription Statuses for the customer `transactionId` belongs to: the latest transaction
+ * and renewal info of each of their subscriptions (every group), each verified like a notification.
+ */
+export async function appleSubscriptionStatuses(
+  client: AppleApiClient,
+  verifier: AppleVerifier,
+  transactionId: string,
+): Promise<AppleStatuses | { skip: string }> {
+  const renewals: AppleStatuses = new Map();
+  try {
+    const statuses = await client.getAllSubscriptionStatuses(transactionId);
+    for (const group of statuses.data ?? []) {
+      for (const last of group.lastTransactions ?? []) {
+        const t = last.signedTransactionInfo
+          ? await verified('a signedTransactionInfo of the subscription statuses', () => verifier.verifyAndDecodeTransaction(last.signedTransactionInfo!))
+          : undefined;
+        const renewal = last.signedRenewalInfo
+          ? await verified('a signedRenewalInfo of the subscription statuses', () => verifier.verifyAndDecodeRenewalInfo(last.signedRenewalInfo!))
+          : undefined;
+        const original = last.originalTransactionId ?? t?.originalTransactionId ?? renewal?.originalTransactionId;
+        if (original)
+          renewals.set(original, {
+            transactionId: t?.transactionId,
+            status: typeof last.status === 'number' ? last.status : undefined,
+            transaction: t,
+            renewal,
+          });
+      }
+    }
+  } catch (error) {
+    if (notFound(error)) return { skip: `Apple knows no transaction ${transactionId} for this app and environment (${notFound(error)})` };
+    throw asLineError(error, `the subscription statuses of ${transactionId}`);
+  }
+  return renewals;
+}
+
+/**
+ * The state of each of the customer's subscriptions as Get All Subscription Statuses says it (one
+ * call), as the notification endpoint's events of their latest transactions: what the reconciler
+ * compares first, asking for the whole history only when this disagrees with the read models.
+ */
+export async function appleStatusEvents(
+  appId: string,
+  client: AppleApiClient,
+  verifier: AppleVerifier,
+  transactionId: string,
+): Promise<{ statuses: AppleStatuses; events: ImportEvent[] } | { skip: string }> {
+  const statuses = await appleSubscriptionStatuses(client, verifier, transactionId);
+  if (!(statuses instanceof Map)) return statuses;
+  const latest = [...statuses.values()].flatMap((s) => (s.transaction ? [s.transaction] : []));
+  if (latest.length === 0) return { skip: `Apple's subscription statuses of ${transactionId} name no transaction` };
+  return { statuses, events: appleEvents(appId, latest, statuses, {}) };
+}
+
 /**
  * What Apple knows about the customer a transaction id belongs to, as the notification endpoint's
  * events: Get Transaction History v2 (every page, every product type, revoked ones included), each
- * transaction verified like a notification; Get All Subscription Statuses for the renewal state of
- * each subscription's latest transaction. An event's time is the latest signedDate of what it is
- * built from (the instant Apple vouched for that state), so a newer notification wins over it and it
- * wins over older ones; its id is `apple-import:<transactionId>:<that signedDate>`, so the same
- * answer imported twice is one event.
+ * transaction verified like a notification; Get All Subscription Statuses (unless `statuses` holds
+ * its answer already) for the renewal state of each subscription's latest transaction. An event's
+ * time is the latest signedDate of what it is built from (the instant Apple vouched for that state),
+ * so a newer notification wins over it and it wins over older ones; its id is
+ * `apple-import:<transactionId>:<that signedDate>`, so the same answer imported twice is one event.
  */
-export async function appleTransactionEvents(appId: string, client: AppleApiClient, verifier: AppleVerifier, line: AppleImportLine): Promise<LineResult> {
+export async function appleTransactionEvents(
+  appId: string,
+  client: AppleApiClient,
+  verifier: AppleVerifier,
+  line: AppleImportLine,
+  statuses?: AppleStatuses,
+): Promise<LineResult> {
   const transactions: JWSTransactionDecodedPayload[] = [];
   try {
     let revision: string | null = null;
@@ -72,34 +139,35 @@ export async function appleTransactionEvents(appId: string, client: AppleApiClie
       revision = history.revision;
     }
   } catch (error) {
-    if (error instanceof APIException && error.apiError !== null && NOT_FOUND.has(Number(error.apiError)))
-      return skip(`Apple knows no transaction ${line.transactionId} for this app and environment (${error.apiError}: ${error.errorMessage ?? 'not found'})`);
+    if (notFound(error)) return skip(`Apple knows no transaction ${line.transactionId} for this app and environment (${notFound(error)})`);
     throw asLineError(error, `the transaction history of ${line.transactionId}`);
   }
   if (transactions.length === 0) return skip(`Apple's transaction history of ${line.transactionId} is empty`);
 
-  // The renewal state of each subscription, by original transaction id.
-  const renewals = new Map<string, { transactionId?: string; status?: number; renewal?: JWSRenewalInfoDecodedPayload }>();
-  if (transactions.some((t) => t.expiresDate !== undefined)) {
-    try {
-      const statuses = await client.getAllSubscriptionStatuses(line.transactionId);
-      for (const group of statuses.data ?? []) {
-        for (const last of group.lastTransactions ?? []) {
-          const t = last.signedTransactionInfo
-            ? await verified('a signedTransactionInfo of the subscription statuses', () => verifier.verifyAndDecodeTransaction(last.signedTransactionInfo!))
-            : undefined;
-          const renewal = last.signedRenewalInfo
-            ? await verified('a signedRenewalInfo of the subscription statuses', () => verifier.verifyAndDecodeRenewalInfo(last.signedRenewalInfo!))
-            : undefined;
-          const original = last.originalTransactionId ?? t?.originalTransactionId ?? renewal?.originalTransactionId;
-          if (original) renewals.set(original, { transactionId: t?.transactionId, status: typeof last.status === 'number' ? last.status : undefined, renewal });
-        }
-      }
-    } catch (error) {
-      throw asLineError(error, `the subscription statuses of ${line.transactionId}`);
-    }
+  let renewals: AppleStatuses = statuses ?? new Map();
+  if (!statuses && transactions.some((t) => t.expiresDate !== undefined)) {
+    const answer = await appleSubscriptionStatuses(client, verifier, line.transactionId);
+    if (!(answer instanceof Map)) throw new LineError(`the history of ${line.transactionId} was found, its subscription statuses not: ${answer.skip}`);
+    renewals = answer;
   }
+  const events = appleEvents(appId, transactions, renewals, line);
+  return events.length > 0 ? { events } : skip(`the transaction history of ${line.transactionId} maps to no event`);
+}
 
+/** Apple's "no such transaction" as `code: message`, or undefined for any other error. */
+function notFound(error: unknown): string | undefined {
+  return error instanceof APIException && error.apiError !== null && NOT_FOUND.has(Number(error.apiError))
+    ? `${error.apiError}: ${error.errorMessage ?? 'not found'}`
+    : undefined;
+}
+
+/** Apple's transactions, with the renewal state of each subscription's latest, mapped as the notification endpoint maps them. */
+function appleEvents(
+  appId: string,
+  transactions: readonly JWSTransactionDecodedPayload[],
+  renewals: AppleStatuses,
+  line: Partial<AppleImportLine>,
+): ImportEvent[] {
   const events: ImportEvent[] = [];
   const receipts = new Set<string>();
   let newest = 0;
@@ -138,7 +206,7 @@ export async function appleTransactionEvents(appId: string, client: AppleApiClie
       });
     }
   }
-  return events.length > 0 ? { events } : skip(`the transaction history of ${line.transactionId} maps to no event`);
+  return events;
 }
 
 function refuseUnstorable(what: string, payload: object): void {
