@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The reconciliation rate (issue 44; never part of `npm test`):
-//   npx nest build && DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/reconcile.mjs [--google 100000] [--apple 10000] [--concurrency 8] [--drift 0.01]
+//   npx nest build && DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/reconcile.mjs [--google 100000] [--apple 100000] [--concurrency 8] [--drift 0.01]
 // A throwaway database on DATABASE_URL's server (migrated, dropped at the end) holding --google
 // Google subscriptions and --apple App Store subscriptions of one app each, written as the
 // projection writes the rows of what the loopback stores below answer (the service's own mapping and
@@ -31,7 +31,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
   options: {
     google: { type: 'string', default: '100000' },
-    apple: { type: 'string', default: '10000' },
+    apple: { type: 'string', default: '100000' },
     concurrency: { type: 'string', default: '8' },
     drift: { type: 'string', default: '0.01' },
   },
