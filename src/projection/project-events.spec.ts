@@ -1,5 +1,14 @@
 import type { PurchaseEvent, TransactionSnapshot } from '../events/purchase-event.js';
-import { isNewer, linkWins, projectEvents, replacementFlags, snapshotDigest, type ReplacementCandidate } from './project-events.js';
+import {
+  isNewer,
+  linkWins,
+  projectEvents,
+  replacementFlags,
+  SNAPSHOT_CONTRACT,
+  snapshotDigest,
+  transactionRow,
+  type ReplacementCandidate,
+} from './project-events.js';
 
 // given / when / then over the pure mapping; the same rules against stored rows are covered by
 // test/projection/*.int-spec.ts.
@@ -25,6 +34,26 @@ const rows = ({ transactionSteps: _steps, ...written }: ReturnType<typeof projec
 const T1 = '2024-01-01T00:00:00.000000Z';
 const T2 = '2024-02-01T00:00:00.000000Z';
 const T3 = '2024-03-01T00:00:00.000000Z';
+
+describe('transactionRow and SNAPSHOT_CONTRACT (the one mapping of a snapshot to its row)', () => {
+  it('writes each contract field into the column the table names, and every other column from elsewhere', () => {
+    // A distinct value per field, of the field's type, so a column written from the wrong field shows.
+    const snapshot = Object.fromEntries(
+      SNAPSHOT_CONTRACT.map(([, field], i) => [
+        field,
+        /^(is|sandbox)/.test(field)
+          ? i % 2 === 0
+          : /^(quantity|amount|refunded)/.test(field)
+            ? i + 0.5
+            : /Date$/.test(field)
+              ? `2024-01-${String(i + 1).padStart(2, '0')}T00:00:00.000000Z`
+              : `value-${field}`,
+      ]),
+    ) as unknown as TransactionSnapshot;
+    const row = transactionRow('app', { ...snapshot, transactionId: 'apple:t1' }, { version_time: T1, version_id: 'e1' });
+    for (const [column, field] of SNAPSHOT_CONTRACT) expect([column, row[column]]).toEqual([column, snapshot[field]]);
+  });
+});
 
 describe('projectEvents', () => {
   it('given one snapshot, then one transaction row keyed by app and id', () => {

@@ -119,47 +119,50 @@ export function transactionDate(snapshot: Pick<TransactionRow, 'last_renewal_dat
 }
 
 /**
- * The fields of a snapshot a transaction row stores, in the order docs/events/README.md gives for
- * the tie-break ("Ordering rules"); the shown is_upgraded and cancelation_reason are left out (a
- * replacement changes them), their snapshot_ columns stand in.
+ * The fields of a snapshot a transaction row stores, each as its column and the contract's field
+ * (docs/events/README.md), in the order that page gives for the tie-break ("Ordering rules"); the
+ * shown is_upgraded and cancelation_reason are left out (a replacement changes them), their
+ * snapshot_ columns stand in. transactionRow writes each column from its field (one literal, for
+ * speed; project-events.spec holds it to this table); the reconciler publishes rows back through it.
  */
-const SNAPSHOT_FIELDS = [
-  'receipt_id',
-  'purchase_id',
-  'product_id',
-  'platform',
-  'sandbox',
-  'purchase_date',
-  'last_renewal_date',
-  'renewal_date',
-  'expiration_date',
-  'renewal_intent',
-  'renewal_intent_change_date',
-  'snapshot_cancelation_reason',
-  'is_pending',
-  'is_acknowledged',
-  'is_consumed',
-  'is_billing_retry_period',
-  'is_trial_period',
-  'is_intro_period',
-  'is_expired',
-  'grace_period_expiration_date',
-  'revocation_date',
-  'snapshot_is_upgraded',
-  'price_consent_status',
-  'discount_id',
-  'offer_type',
-  'offer_discount_type',
-  'offer_period',
-  'ownership_type',
-  'quantity',
-  'amount_usd',
-  'amount_micros',
-  'currency',
-  'revocation_type',
-  'refunded_share',
-] as const satisfies readonly (keyof TransactionRow)[];
-export type SnapshotFields = Pick<TransactionRow, (typeof SNAPSHOT_FIELDS)[number]>;
+export const SNAPSHOT_CONTRACT = [
+  ['receipt_id', 'receiptId'],
+  ['purchase_id', 'purchaseId'],
+  ['product_id', 'productId'],
+  ['platform', 'platform'],
+  ['sandbox', 'sandbox'],
+  ['purchase_date', 'purchaseDate'],
+  ['last_renewal_date', 'lastRenewalDate'],
+  ['renewal_date', 'renewalDate'],
+  ['expiration_date', 'expirationDate'],
+  ['renewal_intent', 'renewalIntent'],
+  ['renewal_intent_change_date', 'renewalIntentChangeDate'],
+  ['snapshot_cancelation_reason', 'cancelationReason'],
+  ['is_pending', 'isPending'],
+  ['is_acknowledged', 'isAcknowledged'],
+  ['is_consumed', 'isConsumed'],
+  ['is_billing_retry_period', 'isBillingRetryPeriod'],
+  ['is_trial_period', 'isTrialPeriod'],
+  ['is_intro_period', 'isIntroPeriod'],
+  ['is_expired', 'isExpired'],
+  ['grace_period_expiration_date', 'gracePeriodExpirationDate'],
+  ['revocation_date', 'revocationDate'],
+  ['snapshot_is_upgraded', 'isUpgraded'],
+  ['price_consent_status', 'priceConsentStatus'],
+  ['discount_id', 'discountId'],
+  ['offer_type', 'offerType'],
+  ['offer_discount_type', 'offerDiscountType'],
+  ['offer_period', 'offerPeriod'],
+  ['ownership_type', 'ownershipType'],
+  ['quantity', 'quantity'],
+  ['amount_usd', 'amountUSD'],
+  ['amount_micros', 'amountMicros'],
+  ['currency', 'currency'],
+  ['revocation_type', 'revocationType'],
+  ['refunded_share', 'refundedShare'],
+] as const satisfies readonly (readonly [keyof TransactionRow, keyof TransactionSnapshot])[];
+const SNAPSHOT_FIELDS = SNAPSHOT_CONTRACT.map(([column]) => column);
+export type SnapshotFields = Pick<TransactionRow, (typeof SNAPSHOT_CONTRACT)[number][0]>;
 
 /**
  * SHA-256 (hex) of what a snapshot says: its stored fields as strings (or null), a JSON array. Equal

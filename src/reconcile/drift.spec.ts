@@ -120,7 +120,15 @@ describe('driftOf (what the store says against the stored rows)', () => {
       snapshot_cancelation_reason: 'Customer',
     });
     const google = { ...first, transactionId: 'google:GPA.1', platform: 'google', receiptId: 'google:tok', purchaseId: 'google:GPA.1', renewalIntent: 'Renew' };
-    const revokedOrder = { ...revoked, transaction_id: 'google:GPA.1', platform: 'google', receipt_id: 'google:tok', purchase_id: 'google:GPA.1' };
+    const revokedOrder = {
+      ...revoked,
+      transaction_id: 'google:GPA.1',
+      platform: 'google',
+      receipt_id: 'google:tok',
+      purchase_id: 'google:GPA.1',
+      revocation_type: 'REFUND_PRORATED',
+      refunded_share: 0.5,
+    };
     expect(driftOf('app', [storeEvent(google)], rows(revokedOrder), SKEW).transactions).toEqual([]);
     // Apple's signed transaction says whether it is revoked: a reversal (REFUND_REVERSED) the service missed is healed
     const reversed = driftOf('app', [storeEvent({ ...first, renewalIntent: 'Renew' })], rows(revoked), SKEW);

@@ -4,8 +4,8 @@
 // it was.
 import { decodeEvent } from '../events/decode-event.js';
 import { fromSource, SOURCES } from '../events/provenance.js';
-import type { TransactionSnapshot } from '../events/purchase-event.js';
-import { snapshotDigest, transactionRow, type SnapshotFields, type TransactionRow } from '../projection/project-events.js';
+import { keepingRevocation } from '../store-notifications/stored-transaction.js';
+import { SNAPSHOT_CONTRACT, snapshotDigest, transactionRow, type SnapshotFields, type TransactionRow } from '../projection/project-events.js';
 import type { ImportEvent } from '../import/import-runner.js';
 
 /** A stored row in the form snapshotDigest reads (times as the decoder writes them), with its version time. */
@@ -39,44 +39,6 @@ const STATE_FIELDS: ReadonlySet<Field> = new Set<Field>([
   'refunded_share',
 ]);
 
-/** SNAPSHOT_FIELDS' columns by the contract's field names, to publish a merged row. */
-const CONTRACT: [Field, keyof TransactionSnapshot][] = [
-  ['receipt_id', 'receiptId'],
-  ['purchase_id', 'purchaseId'],
-  ['product_id', 'productId'],
-  ['platform', 'platform'],
-  ['sandbox', 'sandbox'],
-  ['purchase_date', 'purchaseDate'],
-  ['last_renewal_date', 'lastRenewalDate'],
-  ['renewal_date', 'renewalDate'],
-  ['expiration_date', 'expirationDate'],
-  ['renewal_intent', 'renewalIntent'],
-  ['renewal_intent_change_date', 'renewalIntentChangeDate'],
-  ['snapshot_cancelation_reason', 'cancelationReason'],
-  ['is_pending', 'isPending'],
-  ['is_acknowledged', 'isAcknowledged'],
-  ['is_consumed', 'isConsumed'],
-  ['is_billing_retry_period', 'isBillingRetryPeriod'],
-  ['is_trial_period', 'isTrialPeriod'],
-  ['is_intro_period', 'isIntroPeriod'],
-  ['is_expired', 'isExpired'],
-  ['grace_period_expiration_date', 'gracePeriodExpirationDate'],
-  ['revocation_date', 'revocationDate'],
-  ['snapshot_is_upgraded', 'isUpgraded'],
-  ['price_consent_status', 'priceConsentStatus'],
-  ['discount_id', 'discountId'],
-  ['offer_type', 'offerType'],
-  ['offer_discount_type', 'offerDiscountType'],
-  ['offer_period', 'offerPeriod'],
-  ['ownership_type', 'ownershipType'],
-  ['quantity', 'quantity'],
-  ['amount_usd', 'amountUSD'],
-  ['amount_micros', 'amountMicros'],
-  ['currency', 'currency'],
-  ['revocation_type', 'revocationType'],
-  ['refunded_share', 'refundedShare'],
-];
-
 const text = (v: unknown) => (v === null || v === undefined ? null : String(v));
 const NUMERIC: ReadonlySet<Field> = new Set<Field>(['quantity', 'amount_usd', 'amount_micros', 'refunded_share']);
 
@@ -93,7 +55,11 @@ export const reconcileEventId = (transactionId: string, content: SnapshotFields)
 export function driftOf(appId: string, storeEvents: readonly ImportEvent[], stored: ReadonlyMap<string, StoredRow>, maxFutureSkewMs: number): Drift {
   const decoded = storeEvents.flatMap((e) => {
     if (e.type !== 'transaction.updated') return [];
-    const d = decodeEvent(JSON.stringify(e), { maxFutureSkewMs });
+    // Google's subscription state never shows a refund (only the voided list does): a stored revocation stays.
+    // Apple's transaction says it, a reversal included.
+    const before = e.data.platform === 'google' ? stored.get(String(e.data.transactionId)) : undefined;
+    const said = before ? { ...e, data: keepingRevocation(e.data, contractData(before)) as ImportEvent['data'] } : e;
+    const d = decodeEvent(JSON.stringify(said), { maxFutureSkewMs });
     return d.ok && d.event.type === 'transaction.updated' ? [{ raw: e, event: d.event }] : [];
   });
   // The current transaction of each subscription, whose state the answer gives whole: one neither
@@ -132,27 +98,17 @@ export function driftOf(appId: string, storeEvents: readonly ImportEvent[], stor
 }
 
 function pick(row: TransactionRow): SnapshotFields {
-  return Object.fromEntries(CONTRACT.map(([f]) => [f, row[f]])) as SnapshotFields;
+  return Object.fromEntries(SNAPSHOT_CONTRACT.map(([f]) => [f, row[f]])) as SnapshotFields;
 }
 
 function merge(before: StoredRow, store: TransactionRow, isLatest: boolean): SnapshotFields {
-  const merged = Object.fromEntries(
-    CONTRACT.map(([f]) => [f, (isLatest && STATE_FIELDS.has(f)) || (store[f] !== null && store[f] !== undefined) ? store[f] : before[f]]),
+  return Object.fromEntries(
+    SNAPSHOT_CONTRACT.map(([f]) => [f, (isLatest && STATE_FIELDS.has(f)) || (store[f] !== null && store[f] !== undefined) ? store[f] : before[f]]),
   ) as SnapshotFields;
-  // Google's subscription state does not show a refund (only the voided list does): a stored
-  // revocation stays, as keepingRevocation keeps it. Apple's transaction says it, a reversal included.
-  if (store.platform === 'google' && before.revocation_date !== null && store.revocation_date === null) {
-    merged.revocation_date = before.revocation_date;
-    merged.revocation_type = before.revocation_type;
-    merged.refunded_share = before.refunded_share;
-    merged.is_expired = true;
-    merged.snapshot_cancelation_reason = before.snapshot_cancelation_reason ?? 'Customer';
-  }
-  return merged;
 }
 
 function diff(before: StoredRow | undefined, after: SnapshotFields): FieldDiff[] {
-  return CONTRACT.flatMap(([f]) => {
+  return SNAPSHOT_CONTRACT.flatMap(([f]) => {
     const was = before?.[f] ?? null;
     const now = after[f] ?? null;
     const same = NUMERIC.has(f) && was !== null && now !== null ? Number(was) === Number(now) : text(was) === text(now);
@@ -174,7 +130,7 @@ export function kindOf(fields: readonly FieldDiff[], created: boolean): DriftKin
 
 function contractData(row: SnapshotFields): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [f, name] of CONTRACT) {
+  for (const [f, name] of SNAPSHOT_CONTRACT) {
     const v = row[f];
     if (v === null || v === undefined) continue;
     out[name] = NUMERIC.has(f) ? Number(v) : v;

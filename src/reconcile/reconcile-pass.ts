@@ -73,8 +73,6 @@ export type ReconcileSummary = ImportSummary & {
   healed: number;
 };
 
-const PLATFORMS: Record<keyof ReconcileStores, string> = { apple: 'apple', google: 'google' };
-
 /** The latest row of every subscription of the app on `platforms`, a page at a time, in receipt order. */
 async function* subscriptionHeads(db: DataSource, appId: string, platforms: string[], pageSize: number, after = ''): AsyncGenerator<SubscriptionHead> {
   for (;;) {
@@ -88,7 +86,8 @@ async function* subscriptionHeads(db: DataSource, appId: string, platforms: stri
 export async function reconcilePass(o: ReconcileOptions): Promise<ReconcileSummary> {
   const { appId, db, stores } = o;
   const now = (o.now ?? Date.now)();
-  const platforms = (Object.keys(stores) as (keyof ReconcileStores)[]).map((s) => PLATFORMS[s]);
+  // A store's name is the platform of its rows.
+  const platforms = Object.keys(stores);
   const pageSize = o.pageSize ?? 500;
   const asked = { renewal_overdue: 0, retry_overdue: 0, pending_overdue: 0, sample: 0, all: 0, voided: 0 } satisfies Record<AskReason, number>;
   const drift = Object.fromEntries(DRIFT_KINDS.map((k) => [k, 0])) as Record<DriftKind, number>;

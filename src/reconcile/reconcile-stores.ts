@@ -33,7 +33,7 @@ class CountingAppleApiClient extends AppleApiClient {
       this.count('apple', response.ok ? 'ok' : 'error');
       return response;
     } catch (error) {
-      this.count('apple', error instanceof StoreRetryableError && error.message.includes('rate limiting') ? 'rate_limited' : 'error');
+      this.count('apple', error instanceof StoreRetryableError && error.reason === 'rate-limited' ? 'rate_limited' : 'error');
       throw error;
     }
   }

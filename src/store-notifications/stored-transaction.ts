@@ -32,13 +32,22 @@ export function revokedSnapshot(snapshot: Record<string, unknown>, revokedAt: Da
 
 /**
  * A revocation stays: a store's later state of the same transaction that does not say it (Stripe's
- * subscription after a refund of its latest invoice) keeps the stored revocation. A refund does not
- * un-happen; the row's other facts follow the newer state.
+ * subscription after a refund of its latest invoice, Google's subscription state, which never shows
+ * a refund) keeps the stored revocation, with its kind and refunded share (revenue's). A refund does
+ * not un-happen; the row's other facts follow the newer state.
  */
 export function keepingRevocation(data: Record<string, unknown>, stored: Record<string, unknown> | undefined): Record<string, unknown> {
   const revoked = stored?.revocationDate;
   if (!(revoked instanceof Date || typeof revoked === 'string') || data.revocationDate !== undefined) return data;
-  return { ...data, revocationDate: new Date(revoked).toISOString(), isExpired: true, cancelationReason: stored!.cancelationReason ?? 'Customer' };
+  const kept: Record<string, unknown> = {
+    ...data,
+    revocationDate: new Date(revoked).toISOString(),
+    isExpired: true,
+    cancelationReason: stored!.cancelationReason ?? 'Customer',
+  };
+  if (stored!.revocationType !== undefined && stored!.revocationType !== null) kept.revocationType = stored!.revocationType;
+  if (stored!.refundedShare !== undefined && stored!.refundedShare !== null) kept.refundedShare = Number(stored!.refundedShare);
+  return kept;
 }
 
 /** keepingRevocation over a store's events: each transaction's stored snapshot read, its revocation kept (Stripe's webhooks and import). */

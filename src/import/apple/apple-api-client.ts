@@ -40,18 +40,21 @@ export class AppleApiClient extends AppStoreServerAPIClient {
     try {
       response = await fetch(`${this.base}${path}?${query}`, { method, body, headers, signal: AbortSignal.timeout(APPLE_REQUEST_TIMEOUT_MS) });
     } catch (error) {
-      throw new StoreRetryableError(`the App Store Server API could not be reached (${what}: ${(error as Error).message})`, undefined, { cause: error });
+      throw new StoreRetryableError(`the App Store Server API could not be reached (${what}: ${(error as Error).message})`, {
+        reason: 'unavailable',
+        cause: error,
+      });
     }
     if (response.status === 429) {
       await response.body?.cancel();
-      throw new StoreRetryableError(
-        `the App Store Server API is rate limiting (429, ${what})`,
-        parseRetryAfter(response.headers.get('retry-after')) ?? undefined,
-      );
+      throw new StoreRetryableError(`the App Store Server API is rate limiting (429, ${what})`, {
+        reason: 'rate-limited',
+        retryAfterMs: parseRetryAfter(response.headers.get('retry-after')) ?? undefined,
+      });
     }
     if (response.status >= 500) {
       await response.body?.cancel();
-      throw new StoreRetryableError(`the App Store Server API answered ${response.status} (${what})`);
+      throw new StoreRetryableError(`the App Store Server API answered ${response.status} (${what})`, { reason: 'unavailable' });
     }
     if (response.status === 401) {
       await response.body?.cancel();

@@ -83,8 +83,8 @@ function header(headers: unknown, name: string): string | undefined {
  */
 export function googleCallError(failure: GoogleCallFailure): Error {
   const said = `the Play Developer API answered ${failure.status ? `HTTP ${failure.status}` : 'nothing'}: ${failure.message}`;
-  if (failure.kind === 'rate-limited') return new StoreRetryableError(said, failure.retryAfterMs);
-  if (failure.kind === 'unavailable') return new StoreRetryableError(said);
+  if (failure.kind === 'rate-limited') return new StoreRetryableError(said, { reason: 'rate-limited', retryAfterMs: failure.retryAfterMs });
+  if (failure.kind === 'unavailable') return new StoreRetryableError(said, { reason: 'unavailable' });
   if (failure.status === 401 || failure.status === 403) {
     return new ImportFatalError(`${said} (check GOOGLE_SERVICE_ACCOUNT_FILE: the account needs "View financial data" in Play Console for this app)`);
   }

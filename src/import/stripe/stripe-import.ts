@@ -66,10 +66,11 @@ async function withStripeErrors<T>(run: () => Promise<T>, what: string): Promise
   } catch (error) {
     const failure = classifyStripeCall(error);
     if (failure.kind === 'missing') return null;
-    if (failure.kind === 'rate-limited') throw new StoreRetryableError(`Stripe is rate limiting (429, ${what})`, parseRetryAfter(failure.retryAfter));
+    if (failure.kind === 'rate-limited')
+      throw new StoreRetryableError(`Stripe is rate limiting (429, ${what})`, { reason: 'rate-limited', retryAfterMs: parseRetryAfter(failure.retryAfter) });
     if (failure.status === 401 || failure.status === 403)
       throw new ImportFatalError(`Stripe refused the API key of this application (${failure.status}): check the 3rd part of its STRIPE_APPS entry`);
     if (failure.status !== undefined && failure.status >= 400 && failure.status < 500) throw new LineError(`Stripe refused ${what}: HTTP ${failure.status}`);
-    throw new StoreRetryableError(`the Stripe API could not answer ${what}${failure.status ? ` (HTTP ${failure.status})` : ''}`);
+    throw new StoreRetryableError(`the Stripe API could not answer ${what}${failure.status ? ` (HTTP ${failure.status})` : ''}`, { reason: 'unavailable' });
   }
 }
