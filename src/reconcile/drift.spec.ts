@@ -119,17 +119,28 @@ describe('driftOf (what the store says against the stored rows)', () => {
       is_expired: true,
       snapshot_cancelation_reason: 'Customer',
     });
-    const google = { ...first, transactionId: 'google:GPA.1', platform: 'google', receiptId: 'google:tok', purchaseId: 'google:GPA.1', renewalIntent: 'Renew' };
+    const google = {
+      ...first,
+      transactionId: 'google:GPA.1',
+      platform: 'google',
+      receiptId: 'google:tok',
+      purchaseId: 'google:GPA.1',
+      productId: 'google:monthly',
+      renewalIntent: 'Renew',
+    };
     const revokedOrder = {
       ...revoked,
       transaction_id: 'google:GPA.1',
       platform: 'google',
       receipt_id: 'google:tok',
       purchase_id: 'google:GPA.1',
+      product_id: 'google:monthly',
       revocation_type: 'REFUND_PRORATED',
       refunded_share: 0.5,
     };
     expect(driftOf('app', [storeEvent(google)], rows(revokedOrder), SKEW).transactions).toEqual([]);
+    // (the same answer against the order stored unrevoked is a drift: the comparison above is not vacuous)
+    expect(driftOf('app', [storeEvent(google)], rows(stored({ ...revokedOrder, revocation_date: null })), SKEW).transactions).toHaveLength(1);
     // Apple's signed transaction says whether it is revoked: a reversal (REFUND_REVERSED) the service missed is healed
     const reversed = driftOf('app', [storeEvent({ ...first, renewalIntent: 'Renew' })], rows(revoked), SKEW);
     expect(reversed.transactions.map((t) => t.fields.map((f) => [f.field, f.store]))).toEqual([
@@ -138,6 +149,50 @@ describe('driftOf (what the store says against the stored rows)', () => {
         ['revocation_date', null],
       ],
     ]);
+  });
+
+  it("takes Google's listed voids into the order's answer: a missed expiry and a missed refund heal in one event; a void the row shows already is not taken again", () => {
+    const order = {
+      transactionId: 'google:GPA.2',
+      platform: 'google',
+      receiptId: 'google:tok2',
+      purchaseId: 'google:GPA.2',
+      productId: 'google:monthly',
+      purchaseDate: T0,
+      expirationDate: T1,
+    };
+    const storedOrder = stored({
+      transaction_id: 'google:GPA.2',
+      platform: 'google',
+      receipt_id: 'google:tok2',
+      purchase_id: 'google:GPA.2',
+      product_id: 'google:monthly',
+    });
+    const voidedAt = Date.parse('2026-11-20T08:00:00Z');
+    const voids = new Map([['GPA.2', [{ orderId: 'GPA.2', purchaseToken: 'tok2', voidedTimeMillis: String(voidedAt), voidedSource: 0, voidedReason: 1 }]]]);
+    const healed = driftOf('app', [storeEvent({ ...order, isExpired: true, renewalIntent: 'Lapse' })], rows(storedOrder), SKEW, voids);
+    expect(healed.transactions.map((t) => [t.kind, t.fields.map((f) => [f.field, f.store])])).toEqual([
+      [
+        'missed_refund',
+        [
+          ['renewal_intent', 'Lapse'],
+          ['snapshot_cancelation_reason', 'Customer'],
+          ['is_expired', true],
+          ['revocation_date', '2026-11-20T08:00:00.000000Z'],
+          ['revocation_type', 'REFUND_FULL'],
+        ],
+      ],
+    ]);
+    expect(healed.events).toHaveLength(1);
+    const shown = stored({
+      ...storedOrder,
+      renewal_intent: 'Lapse',
+      snapshot_cancelation_reason: 'Customer',
+      is_expired: true,
+      revocation_date: '2026-11-20T08:00:00.000000Z',
+      revocation_type: 'REFUND_FULL',
+    });
+    expect(driftOf('app', [storeEvent({ ...order, isExpired: true, renewalIntent: 'Lapse' })], rows(shown), SKEW, voids).transactions).toEqual([]);
   });
 
   it("takes the subscription's state from its current transaction, not an upgraded one expiring later", () => {

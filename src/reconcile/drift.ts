@@ -5,6 +5,8 @@
 import { decodeEvent } from '../events/decode-event.js';
 import { fromSource, SOURCES } from '../events/provenance.js';
 import { keepingRevocation } from '../store-notifications/stored-transaction.js';
+import { googleVoidedImportEvents } from '../import/google/google-import.js';
+import type { androidpublisher_v3 } from '@googleapis/androidpublisher';
 import { SNAPSHOT_CONTRACT, snapshotDigest, transactionRow, type SnapshotFields, type TransactionRow } from '../projection/project-events.js';
 import type { ImportEvent } from '../import/import-runner.js';
 
@@ -52,13 +54,16 @@ export const reconcileEventId = (transactionId: string, content: SnapshotFields)
  * stored snapshot as new as the answer or newer is left alone. receipt.linked events are left out: reconciliation heals states, it does
  * not move receipts between customers.
  */
-export function driftOf(appId: string, storeEvents: readonly ImportEvent[], stored: ReadonlyMap<string, StoredRow>, maxFutureSkewMs: number): Drift {
+export function driftOf(
+  appId: string,
+  storeEvents: readonly ImportEvent[],
+  stored: ReadonlyMap<string, StoredRow>,
+  maxFutureSkewMs: number,
+  voids: ReadonlyMap<string, readonly androidpublisher_v3.Schema$VoidedPurchase[]> = new Map(),
+): Drift {
   const decoded = storeEvents.flatMap((e) => {
     if (e.type !== 'transaction.updated') return [];
-    // Google's subscription state never shows a refund (only the voided list does): a stored revocation stays.
-    // Apple's transaction says it, a reversal included.
-    const before = e.data.platform === 'google' ? stored.get(String(e.data.transactionId)) : undefined;
-    const said = before ? { ...e, data: keepingRevocation(e.data, contractData(before)) as ImportEvent['data'] } : e;
+    const said = e.data.platform === 'google' ? withRefunds(appId, e, stored.get(String(e.data.transactionId)), voids) : e;
     const d = decodeEvent(JSON.stringify(said), { maxFutureSkewMs });
     return d.ok && d.event.type === 'transaction.updated' ? [{ raw: e, event: d.event }] : [];
   });
@@ -95,6 +100,28 @@ export function driftOf(appId: string, storeEvents: readonly ImportEvent[], stor
     );
   }
   return { transactions, events };
+}
+
+/**
+ * Google's state of an order with the refunds it leaves out: its subscription state never shows one
+ * (Apple's transaction does, a reversal included), so a stored revocation stays (keepingRevocation)
+ * and the voids Google lists that the order does not show yet are applied in time order through the
+ * voided purchases' own mapping: an order that missed its expiry and its refund heals in one event.
+ */
+function withRefunds(
+  appId: string,
+  e: ImportEvent,
+  before: StoredRow | undefined,
+  voids: ReadonlyMap<string, readonly androidpublisher_v3.Schema$VoidedPurchase[]>,
+): ImportEvent {
+  let data = before ? keepingRevocation(e.data, contractData(before)) : e.data;
+  let time = String(e.time);
+  for (const v of voids.get(String(e.data.transactionId).slice('google:'.length)) ?? []) {
+    const voided = googleVoidedImportEvents(appId, v, { snapshot: data, versionTime: new Date(time) });
+    const revoked = 'events' in voided ? voided.events.find((x) => x.type === 'transaction.updated') : undefined;
+    if (revoked) [data, time] = [revoked.data, String(revoked.time)];
+  }
+  return { ...e, data: data as ImportEvent['data'], time };
 }
 
 function pick(row: TransactionRow): SnapshotFields {

@@ -117,6 +117,18 @@ export async function reconcilePass(o: ReconcileOptions): Promise<ReconcileSumma
     });
   // Phases end at a barrier: what one phase published is in `published` before the next compares with it.
   async function* items(): AsyncGenerator<SourceLine | SourceBarrier> {
+    // Refunds Google lists (it keeps 30 days), by order, before anything is asked: a Google answer
+    // takes in its order's (driftOf), so an order that missed its expiry and its refund heals in one event.
+    if (stores.google) {
+      const since = now - VOIDED_RETENTION_MS + 60_000;
+      for await (const v of listVoidedPurchases(stores.google.api, stores.google.packageName, since, o.retry, o.signal)) {
+        if (!v.orderId) continue;
+        voids.set(
+          v.orderId,
+          [...(voids.get(v.orderId) ?? []), v].sort((a, b) => Number(a.voidedTimeMillis) - Number(b.voidedTimeMillis)),
+        );
+      }
+    }
     if (o.mode === 'all') {
       for await (const h of heads()) yield sub(h, 'all');
     } else {
@@ -128,11 +140,8 @@ export async function reconcilePass(o: ReconcileOptions): Promise<ReconcileSumma
       }
     }
     yield BARRIER;
-    // Refunds Google lists (it keeps 30 days): a void the read models do not show yet is a missed refund.
-    if (stores.google) {
-      const since = now - VOIDED_RETENTION_MS + 60_000;
-      for await (const v of listVoidedPurchases(stores.google.api, stores.google.packageName, since, o.retry, o.signal)) yield numbered({ t: 'void', v });
-    }
+    // The voids no subscription's answer took in: a void the read models do not show yet is a missed refund.
+    for (const list of voids.values()) for (const v of list) yield numbered({ t: 'void', v });
     yield BARRIER;
     if (o.mode === 'suspect') {
       // On from where the last pass left off, wrapping around: what keeps failing cannot hold the sample's places.
@@ -156,6 +165,8 @@ export async function reconcilePass(o: ReconcileOptions): Promise<ReconcileSumma
     }
   }
 
+  // The voids Google lists, by order, in time order: memory bounded by the refunds of 30 days, not the subscriptions.
+  const voids = new Map<string, androidpublisher_v3.Schema$VoidedPurchase[]>();
   // Orders this pass revoked or healed: a void adds to the newest of them (googleVoidedImportEvents).
   const voided = new Map<string, StoredOrder>();
   // The newest snapshot this pass published of each transaction: the read models follow the log
@@ -182,7 +193,7 @@ export async function reconcilePass(o: ReconcileOptions): Promise<ReconcileSumma
       const mine = published.get(id);
       if (mine && mine.version_time > (stored.get(id)?.version_time ?? '')) stored.set(id, mine);
     }
-    return driftOf(appId, answer, stored, o.maxFutureSkewMs);
+    return driftOf(appId, answer, stored, o.maxFutureSkewMs, voids);
   };
   /** What differs between the store's answer about `item` and the read models. */
   const ask = async (item: Item): Promise<Drift | { skip: string }> => {

@@ -72,6 +72,13 @@ describe('googleVoidedImportEvents: whole and partial refunds', () => {
     });
   });
 
+  it('given an order that shows a partial void already, when the same void is listed again (a re-poll, a reconciliation pass), then it is skipped, not counted twice', () => {
+    const once = stored({ revocationDate: '2026-05-21T09:00:00.000Z', revocationType: 'REFUND_PRORATED', refundedShare: 1 / 3 });
+    expect(googleVoidedImportEvents('app', voided(MAY_21, 1), once)).toEqual({
+      skip: `order ${ORDER} shows this void already (revoked 2026-05-21T09:00:00.000Z)`,
+    });
+  });
+
   it('given an order refunded whole already, then any later void is skipped', () => {
     const whole = stored({ revocationDate: '2026-05-21T09:00:00.000Z', revocationType: 'REFUND_FULL' });
     expect(googleVoidedImportEvents('app', voided(MAY_22, 1), whole)).toEqual({ skip: `order ${ORDER} is revoked already (2026-05-21T09:00:00.000Z)` });

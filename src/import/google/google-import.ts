@@ -203,6 +203,10 @@ export function googleVoidedImportEvents(
   if (!Number.isFinite(ms)) return { skip: `order ${v.orderId}: voidedTimeMillis is not epoch milliseconds` };
   if (!stored) return { skip: `order ${v.orderId} is not in the read models: nothing to revoke (import its purchase token with \`import google\` first)` };
   if (revokedWhole(stored.snapshot)) return { skip: `order ${v.orderId} is revoked already (${String(stored.snapshot.revocationDate)})` };
+  // A void the order shows already (revoked at its time or later: by this void, a later one, or the
+  // refund's own notification) is not applied again: a partial refund listed twice would count twice.
+  const revokedAt = Date.parse(String(stored.snapshot.revocationDate ?? ''));
+  if (revokedAt >= ms) return { skip: `order ${v.orderId} shows this void already (revoked ${String(stored.snapshot.revocationDate)})` };
   const refund = googleVoidRefund(v.voidedQuantity, stored.snapshot);
   if ('skip' in refund) return { skip: `order ${v.orderId}: ${refund.skip}` };
   const voidedAt = new Date(ms);
