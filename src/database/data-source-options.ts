@@ -29,6 +29,7 @@ import { AccountTokens1766200000000 } from './migrations/1766200000000-account-t
 import { Revenue1766300000000 } from './migrations/1766300000000-revenue.js';
 import { Provenance1766350000000 } from './migrations/1766350000000-provenance.js';
 import { Reconcile1766400000000 } from './migrations/1766400000000-reconcile.js';
+import { Entitlements1766500000000 } from './migrations/1766500000000-entitlements.js';
 
 export const MIGRATIONS = [
   ReadModels1763700000000,
@@ -60,6 +61,7 @@ export const MIGRATIONS = [
   Revenue1766300000000,
   Provenance1766350000000,
   Reconcile1766400000000,
+  Entitlements1766500000000,
 ];
 
 /**

@@ -922,6 +922,22 @@ CREATE TABLE public.reconcile_runs (
 
 CREATE UNIQUE INDEX reconcile_runs_open_idx ON public.reconcile_runs (app_id, mode) WHERE finished_at IS NULL;
 
+-- Entitlements1766500000000 up
+
+CREATE TABLE public.entitlement_products (
+        app_id      text        NOT NULL,
+        entitlement text        NOT NULL,
+        product_id  text        NOT NULL,
+        defined_at  timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (app_id, entitlement, product_id)
+      );
+
+CREATE INDEX entitlement_products_product_idx ON public.entitlement_products (app_id, product_id);
+
+-- Entitlements1766500000000 down
+
+DROP TABLE public.entitlement_products;
+
 -- Reconcile1766400000000 down
 
 DROP TABLE public.reconcile_runs;
