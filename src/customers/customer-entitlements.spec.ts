@@ -1,0 +1,151 @@
+import { customerEntitlements, type EntitlementTransaction } from './customer-entitlements.js';
+import { D, tx } from './lifecycle-transaction.fixture.js';
+
+// docs/entitlements.md, "What grants an entitlement", one case per rule, given / when / then, the
+// expected entries written out. Asked on 2026-10-15 unless said.
+
+const NOW = new Date('2026-10-15T00:00:00.000Z');
+const at = (day: string) => new Date(`${day}T00:00:00.000Z`);
+
+const t = (over: Partial<EntitlementTransaction>): EntitlementTransaction => ({
+  ...tx({ transactionDate: D('2026-10-01'), expirationDate: D('2026-11-01') }),
+  purchaseDate: null,
+  renewalDate: null,
+  isConsumed: null,
+  ...over,
+});
+
+/** pro: the monthly and yearly pro products, and the lifetime unlock; max: max_monthly. */
+const DEFINITIONS: Record<string, string[]> = {
+  'apple:pro_monthly': ['pro'],
+  'apple:pro_yearly': ['pro'],
+  'apple:max_monthly': ['max', 'pro'],
+  'apple:lifetime': ['pro'],
+  'apple:coins': ['pro'],
+};
+const grants = (productId: string) => DEFINITIONS[productId] ?? [];
+
+const base = { isInGracePeriod: false, isInBillingRetry: false, renewalIntent: 'Renew' };
+
+describe('customerEntitlements', () => {
+  it('given no transaction of a listed product, then no entry', () => {
+    expect(customerEntitlements([t({ productId: 'apple:other' })], grants, NOW)).toEqual([]);
+  });
+
+  it('given an active monthly, then active until its access end, with its dates', () => {
+    const monthly = t({ transactionId: 'apple:m-2', productId: 'apple:pro_monthly', purchaseDate: D('2026-08-01'), lastRenewalDate: D('2026-10-01') });
+    expect(customerEntitlements([monthly], grants, NOW)).toEqual([
+      {
+        ...base,
+        identifier: 'pro',
+        isActive: true,
+        expirationDate: at('2026-11-01'),
+        productId: 'apple:pro_monthly',
+        transactionId: 'apple:m-2',
+        purchaseDate: at('2026-08-01'),
+        lastRenewalDate: at('2026-10-01'),
+      },
+    ]);
+  });
+
+  it('given an upgrade within the subscription (another product charged while the first was paid for), then the entitlement moves to the new product', () => {
+    const yearly = t({
+      transactionId: 'apple:y-1',
+      purchaseId: 'apple:p',
+      productId: 'apple:pro_yearly',
+      transactionDate: D('2026-01-10'),
+      expirationDate: D('2027-01-10'),
+    });
+    const max = t({
+      transactionId: 'apple:x-1',
+      purchaseId: 'apple:p',
+      productId: 'apple:max_monthly',
+      transactionDate: D('2026-10-01'),
+      expirationDate: D('2026-11-01'),
+    });
+    const entries = customerEntitlements([yearly, max], grants, NOW);
+    expect(entries.map((e) => [e.identifier, e.productId, e.isActive, e.expirationDate])).toEqual([
+      ['max', 'apple:max_monthly', true, at('2026-11-01')],
+      ['pro', 'apple:max_monthly', true, at('2026-11-01')],
+    ]);
+  });
+
+  it('given two granting subscriptions and a refund of one, then the other keeps the entitlement', () => {
+    const refunded = t({
+      transactionId: 'apple:y-1',
+      receiptId: 'apple:r-y',
+      purchaseId: 'apple:y',
+      productId: 'apple:pro_yearly',
+      transactionDate: D('2026-01-10'),
+      expirationDate: D('2027-01-10'),
+      revocationDate: D('2026-10-05'),
+    });
+    const monthly = t({ transactionId: 'apple:m-1', productId: 'apple:pro_monthly' });
+    expect(customerEntitlements([refunded, monthly], grants, NOW)).toMatchObject([{ identifier: 'pro', isActive: true, productId: 'apple:pro_monthly' }]);
+    // and once the refund is the only one: ended at the refund
+    expect(customerEntitlements([refunded], grants, NOW)).toMatchObject([
+      { identifier: 'pro', isActive: false, expirationDate: at('2026-10-05'), productId: 'apple:pro_yearly' },
+    ]);
+  });
+
+  it('given billing retry with a grace period, then active in grace; without one, inactive in billing retry', () => {
+    const lapsed = { productId: 'apple:pro_monthly', transactionDate: D('2026-09-10'), expirationDate: D('2026-10-10'), isBillingRetryPeriod: true };
+    expect(customerEntitlements([t({ ...lapsed, gracePeriodExpirationDate: D('2026-10-26') })], grants, NOW)).toMatchObject([
+      { identifier: 'pro', isActive: true, isInGracePeriod: true, isInBillingRetry: false, expirationDate: at('2026-10-26') },
+    ]);
+    expect(customerEntitlements([t(lapsed)], grants, NOW)).toMatchObject([
+      { identifier: 'pro', isActive: false, isInGracePeriod: false, isInBillingRetry: true, expirationDate: at('2026-10-10') },
+    ]);
+  });
+
+  it('given a pending purchase, then nothing', () => {
+    expect(customerEntitlements([t({ productId: 'apple:pro_monthly', isPending: true })], grants, NOW)).toEqual([]);
+  });
+
+  it('given a lifetime (non-consumable) purchase, then active for good without expirationDate; refunded, ended at the refund', () => {
+    const lifetime = t({ transactionId: 'apple:l-1', productId: 'apple:lifetime', expirationDate: null, renewalIntent: null, purchaseDate: D('2024-05-01') });
+    expect(customerEntitlements([lifetime], grants, NOW)).toEqual([
+      {
+        identifier: 'pro',
+        isActive: true,
+        productId: 'apple:lifetime',
+        transactionId: 'apple:l-1',
+        purchaseDate: at('2024-05-01'),
+        isInGracePeriod: false,
+        isInBillingRetry: false,
+      },
+    ]);
+    const refunded = { ...lifetime, revocationDate: D('2026-06-01') };
+    expect(customerEntitlements([refunded], grants, NOW)).toMatchObject([{ identifier: 'pro', isActive: false, expirationDate: at('2026-06-01') }]);
+    // a lifetime purchase describes the entitlement over a subscription that also grants it
+    expect(customerEntitlements([t({ productId: 'apple:pro_monthly' }), lifetime], grants, NOW)).toMatchObject([
+      { productId: 'apple:lifetime', isActive: true },
+    ]);
+  });
+
+  it('given a consumed purchase (a consumable), then never, even of a listed product', () => {
+    expect(customerEntitlements([t({ productId: 'apple:coins', expirationDate: null, isConsumed: true })], grants, NOW)).toEqual([]);
+  });
+
+  it('given only ended grants, then the one that ended last; decided at the instant asked', () => {
+    const april = t({ transactionId: 'apple:a', productId: 'apple:pro_monthly', transactionDate: D('2026-03-01'), expirationDate: D('2026-04-01') });
+    const june = t({ transactionId: 'apple:j', productId: 'apple:pro_monthly', transactionDate: D('2026-05-01'), expirationDate: D('2026-06-01') });
+    expect(customerEntitlements([june, april], grants, NOW)).toMatchObject([{ transactionId: 'apple:j', isActive: false, expirationDate: at('2026-06-01') }]);
+    expect(customerEntitlements([june, april], grants, at('2026-05-20'))).toMatchObject([{ transactionId: 'apple:j', isActive: true }]);
+    // at the access end itself: no longer active (as activeSubscriber)
+    expect(customerEntitlements([june], grants, at('2026-06-01'))).toMatchObject([{ isActive: false }]);
+  });
+
+  it('given a subscription replaced by its own flags while another subscription is not, then the replaced one grants nothing', () => {
+    const replaced = t({
+      transactionId: 'apple:y-1',
+      receiptId: 'apple:r-y',
+      purchaseId: 'apple:y',
+      productId: 'apple:pro_yearly',
+      expirationDate: D('2027-02-01'),
+      cancelationReason: 'System.Replaced',
+    });
+    const other = t({ transactionId: 'apple:o-1', productId: 'apple:other', transactionDate: D('2026-09-01'), expirationDate: D('2026-10-01') });
+    expect(customerEntitlements([replaced, other], grants, NOW)).toEqual([]);
+  });
+});
