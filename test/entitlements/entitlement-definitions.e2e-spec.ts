@@ -1,6 +1,8 @@
 import { jest } from '@jest/globals';
+import { appendToEventLog } from '../../src/event-log/event-log.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
+import { txEvent } from '../utils/events.js';
 import { runCli } from '../utils/processes.js';
 
 jest.setTimeout(120_000);
@@ -171,6 +173,39 @@ describe('entitlement definitions (e2e: HTTP and CLI, real PostgreSQL)', () => {
         stderr: 'error: the application cli-app defines no entitlement "lifetime"\n',
       });
       expect(await runCli(['entitlements', 'list', '--app', 'nobody'], env())).toMatchObject({ code: 0, stdout: 'no entitlements defined for nobody\n' });
+    });
+
+    it('a rebuild keeps the definitions (not a read-model table) and, replaying the log, reaches the same entitlements', async () => {
+      const topic = 'ent-rebuild';
+      expect(await runCli(['entitlements', 'set', '--app', 'cli-app', '--name', 'pro', '--products', 'apple:pro_yearly'], env())).toMatchObject({ code: 0 });
+      const zoe = txEvent({
+        app: 'cli-app',
+        time: '2026-01-10T00:00:00.000Z',
+        data: {
+          transactionId: 'apple:zoe-1',
+          applicationUsername: 'zoe',
+          productId: 'apple:pro_yearly',
+          purchaseDate: '2026-01-10T00:00:00.000Z',
+          expirationDate: '2099-01-10T00:00:00.000Z',
+        },
+      });
+      await appendToEventLog(db.dataSource, topic, [{ key: 'apple:r-apple:zoe-1', value: Buffer.from(JSON.stringify(zoe)) }]);
+      const zoeEntitlements = async () =>
+        (await api.get('/v2/customers?applicationUsername=zoe', api.token('cli-app'))).body.rows.map(
+          (r: { customerInfo: { entitlements?: unknown } }) => r.customerInfo.entitlements,
+        );
+      const expected = [
+        [{ identifier: 'pro', isActive: true, productId: 'apple:pro_yearly', transactionId: 'apple:zoe-1', expirationDate: '2099-01-10T00:00:00.000Z' }],
+      ];
+      for (const generation of [2, 3]) {
+        const rebuilt = await runCli(['rebuild'], { ...env(), KAFKA_TOPIC: topic });
+        expect({ code: rebuilt.code, out: rebuilt.stdout + rebuilt.stderr }).toMatchObject({
+          code: 0,
+          out: expect.stringContaining(`switched to generation ${generation}`),
+        });
+        expect((await api.get('/v2/entitlements', api.token('cli-app'))).body.entitlements).toEqual([{ identifier: 'pro', productIds: ['apple:pro_yearly'] }]);
+        expect(await zoeEntitlements()).toMatchObject(expected);
+      }
     });
 
     it.each([
