@@ -1,4 +1,7 @@
+import fc from 'fast-check';
 import { customerEntitlements, type EntitlementTransaction } from './customer-entitlements.js';
+import { customerStatus } from './customer-status.js';
+import { summarizeCustomer } from './customer-summary.js';
 import { D, tx } from './lifecycle-transaction.fixture.js';
 
 // docs/entitlements.md, "What grants an entitlement", one case per rule, given / when / then, the
@@ -147,5 +150,68 @@ describe('customerEntitlements', () => {
     });
     const other = t({ transactionId: 'apple:o-1', productId: 'apple:other', transactionDate: D('2026-09-01'), expirationDate: D('2026-10-01') });
     expect(customerEntitlements([replaced, other], grants, NOW)).toEqual([]);
+  });
+});
+
+// One rule, two readings held equal: when an entitlement is granted by every product and nothing
+// grants for good, its entry is the customer's current subscription read at the instant, field by
+// field (customerInfo and the status of docs/api.md), since both take the same candidates.
+describe('customerEntitlements against the customer summary', () => {
+  it('an entitlement every subscription grants reads as the current subscription: same access end, product, activity, grace and billing retry', () => {
+    const day = fc.constantFrom('2026-01-01', '2026-02-01', '2026-03-01', '2026-04-01').map(D);
+    const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
+    const transaction = fc.record({
+      transactionId: fc.constantFrom('apple:a', 'apple:B', 'apple:c', 'apple:D'),
+      receiptId: fc.constantFrom('apple:r1', 'apple:r2'),
+      purchaseId: fc.constantFrom('apple:r1', 'apple:r2'),
+      productId: fc.constantFrom('apple:monthly', 'apple:yearly'),
+      transactionDate: day,
+      snapshotTime: day,
+      expirationDate: maybe(day),
+      gracePeriodExpirationDate: maybe(day),
+      revocationDate: maybe(day),
+      isPending: maybe(fc.boolean()),
+      isUpgraded: maybe(fc.boolean()),
+      isExpired: maybe(fc.boolean()),
+      isBillingRetryPeriod: maybe(fc.boolean()),
+      cancelationReason: maybe(fc.constantFrom('System.Replaced', 'Customer.Refund')),
+      lastRenewalDate: maybe(day),
+      renewalIntent: maybe(fc.constantFrom('Renew', 'Lapse')),
+      purchaseDate: maybe(day),
+      renewalDate: maybe(day),
+    });
+    // one-time purchases are consumed here: nothing grants for good
+    const history = fc.array(transaction, { maxLength: 6 }).map((ts) => ts.map((t) => ({ ...t, isConsumed: t.expirationDate === null })));
+    const instant = fc.constantFrom('2026-01-15', '2026-02-01', '2026-03-15', '2026-04-01', '2026-05-01').map((d) => new Date(`${d}T00:00:00.000Z`));
+    fc.assert(
+      fc.property(history, instant, (transactions, now) => {
+        const summary = summarizeCustomer(transactions);
+        const entries = customerEntitlements(transactions, () => ['all'], now);
+        if (summary.expirationDate === null) {
+          expect(entries).toEqual([]);
+          return;
+        }
+        const status = customerStatus(
+          {
+            expirationDate: new Date(summary.expirationDate),
+            graceFrom: summary.graceFrom === null ? null : new Date(summary.graceFrom),
+            billingRetry: summary.billingRetry,
+          },
+          now,
+        );
+        expect(entries).toHaveLength(1);
+        expect(entries[0]).toMatchObject({
+          identifier: 'all',
+          expirationDate: new Date(summary.expirationDate),
+          productId: summary.productId,
+          isActive: new Date(summary.expirationDate) > now,
+          isInGracePeriod: status === 'grace_period',
+          isInBillingRetry: status === 'billing_retry',
+        });
+        expect(entries[0].renewalIntent ?? null).toBe(summary.renewalIntent);
+        expect(entries[0].lastRenewalDate ?? null).toEqual(summary.lastRenewalDate === null ? null : new Date(summary.lastRenewalDate));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
