@@ -137,6 +137,25 @@ describe('entitlement definitions (e2e: HTTP and CLI, real PostgreSQL)', () => {
     expect(await send('DELETE', '/v2/entitlements/-x', writer)).toMatchObject({ status: 400, body: { parameter: 'name' } });
   });
 
+  it('at most 100 entitlements per application: the 101st is refused naming it, a redefinition still passes', async () => {
+    const crowded = api.token('crowded-app', ['entitlements:write']);
+    for (let i = 0; i < 100; i++) expect((await put(`e${i}`, { productIds: [`apple:p${i}`] }, crowded)).status).toBe(200);
+    expect(await put('e100', { productIds: ['apple:p100'] }, crowded)).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_parameter', parameter: 'name', detail: 'the application defines 100 entitlements already, the most it may; remove one first' },
+    });
+    expect((await put('e7', { productIds: ['apple:p7', 'apple:p7b'] }, crowded)).status).toBe(200);
+  });
+
+  it('concurrent PUTs of one name end with one of the lists, never a mix', async () => {
+    const racer = api.token('race-app', ['entitlements:write', 'customers:read']);
+    const lists = Array.from({ length: 8 }, (_, i) => [`apple:a${i}`, `apple:b${i}`, `google:c${i}`]);
+    const answers = await Promise.all(lists.map((productIds) => put('pro', { productIds }, racer)));
+    expect(answers.map((a) => a.status)).toEqual(lists.map(() => 200));
+    const [defined] = (await api.get('/v2/entitlements', racer)).body.entitlements;
+    expect(lists).toContainEqual(defined.productIds);
+  });
+
   it('the OpenAPI document lists the operations with their scopes and the Entitlement schema', async () => {
     const doc = (await api.get('/openapi.json')).body;
     expect(Object.keys(doc.paths['/v2/entitlements/{name}']).sort()).toEqual(['delete', 'put']);
