@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { customerEntitlements, type EntitlementTransaction } from './customer-entitlements.js';
 import { customerStatus } from './customer-status.js';
-import { summarizeCustomer } from './customer-summary.js';
+import { grantingTransactions, summarizeCustomer } from './customer-summary.js';
 import { D, tx } from './lifecycle-transaction.fixture.js';
 
 // docs/entitlements.md, "What grants an entitlement", one case per rule, given / when / then, the
@@ -139,17 +139,68 @@ describe('customerEntitlements', () => {
     expect(customerEntitlements([june], grants, at('2026-06-01'))).toMatchObject([{ isActive: false }]);
   });
 
-  it('given a subscription replaced by its own flags while another subscription is not, then the replaced one grants nothing', () => {
+  it('given a subscription replaced by its own flags, its replacement not seen yet, and an older unrelated one that ended, then the replaced one still grants until its access end', () => {
     const replaced = t({
       transactionId: 'apple:y-1',
       receiptId: 'apple:r-y',
       purchaseId: 'apple:y',
       productId: 'apple:pro_yearly',
+      transactionDate: D('2026-06-01'),
       expirationDate: D('2027-02-01'),
       cancelationReason: 'System.Replaced',
     });
-    const other = t({ transactionId: 'apple:o-1', productId: 'apple:other', transactionDate: D('2026-09-01'), expirationDate: D('2026-10-01') });
-    expect(customerEntitlements([replaced, other], grants, NOW)).toEqual([]);
+    const other = t({ transactionId: 'apple:o-1', productId: 'apple:other', transactionDate: D('2025-09-01'), expirationDate: D('2025-10-01') });
+    expect(customerEntitlements([replaced, other], grants, NOW)).toEqual([
+      { ...base, identifier: 'pro', isActive: true, productId: 'apple:pro_yearly', transactionId: 'apple:y-1', expirationDate: at('2027-02-01') },
+    ]);
+  });
+
+  it('given a Google upgrade (the old purchase flagged, the new one another token granting only max), then pro is listed as held, ended when max began', () => {
+    const old = t({
+      transactionId: 'google:GPA.1',
+      receiptId: 'google:tok-1',
+      purchaseId: 'google:GPA.1',
+      productId: 'apple:pro_yearly',
+      transactionDate: D('2026-06-01'),
+      expirationDate: D('2027-06-01'),
+      isUpgraded: true,
+    });
+    const upgrade = t({
+      transactionId: 'google:GPA.2',
+      receiptId: 'google:tok-2',
+      purchaseId: 'google:GPA.2',
+      productId: 'apple:basic_only_max',
+      transactionDate: D('2026-10-01'),
+      expirationDate: D('2026-11-01'),
+    });
+    const maxOnly = (productId: string) => (productId === 'apple:basic_only_max' ? ['max'] : grants(productId));
+    expect(customerEntitlements([old, upgrade], maxOnly, NOW)).toEqual([
+      { ...base, identifier: 'max', isActive: true, productId: 'apple:basic_only_max', transactionId: 'google:GPA.2', expirationDate: at('2026-11-01') },
+      { ...base, identifier: 'pro', isActive: false, productId: 'apple:pro_yearly', transactionId: 'google:GPA.1', expirationDate: at('2026-10-01') },
+    ]);
+  });
+
+  it("given a one-time purchase the store says expired without a revocation (Google's cancelled purchase), then it granted until that snapshot", () => {
+    const cancelled = t({
+      transactionId: 'google:GPA.9',
+      productId: 'apple:lifetime',
+      expirationDate: null,
+      isExpired: true,
+      cancelationReason: 'Customer',
+      snapshotTime: D('2026-10-02'),
+      renewalIntent: null,
+    });
+    expect(customerEntitlements([cancelled], grants, NOW)).toEqual([
+      {
+        ...base,
+        renewalIntent: undefined,
+        identifier: 'pro',
+        isActive: false,
+        productId: 'apple:lifetime',
+        transactionId: 'google:GPA.9',
+        expirationDate: at('2026-10-02'),
+      },
+    ]);
   });
 });
 
@@ -180,8 +231,13 @@ describe('customerEntitlements against the customer summary', () => {
       purchaseDate: maybe(day),
       renewalDate: maybe(day),
     });
-    // one-time purchases are consumed here: nothing grants for good
-    const history = fc.array(transaction, { maxLength: 6 }).map((ts) => ts.map((t) => ({ ...t, isConsumed: t.expirationDate === null })));
+    // one-time purchases are consumed here: nothing grants for good. Replaced transactions are left
+    // out: an entitlement counts each subscription on its own (the cases above), the current
+    // subscription is one for the whole customer.
+    const history = fc
+      .array(transaction, { maxLength: 6 })
+      .map((ts) => ts.map((t) => ({ ...t, isConsumed: t.expirationDate === null })))
+      .filter((ts) => grantingTransactions(ts).every((c) => !c.replaced));
     const instant = fc.constantFrom('2026-01-15', '2026-02-01', '2026-03-15', '2026-04-01', '2026-05-01').map((d) => new Date(`${d}T00:00:00.000Z`));
     fc.assert(
       fc.property(history, instant, (transactions, now) => {

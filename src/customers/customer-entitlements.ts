@@ -1,5 +1,5 @@
 import { customerStatus } from './customer-status.js';
-import { latestCandidate, subscriptionCandidates, subscriptionFacts, type LifecycleTransaction, type SubscriptionCandidate } from './customer-summary.js';
+import { grantingTransactions, latestCandidate, subscriptionFacts, type LifecycleTransaction, type SubscriptionCandidate } from './customer-summary.js';
 import type { EntitlementInfo } from './customer.schema.js';
 
 // customerInfo.entitlements (docs/entitlements.md, "What grants an entitlement"), decided when a
@@ -37,11 +37,14 @@ type Candidate = SubscriptionCandidate & { transaction: EntitlementTransaction; 
  * latest access end (a lifetime purchase first), else the one whose access ended last.
  */
 export function customerEntitlements(transactions: readonly EntitlementTransaction[], grants: Grants, now: Date): EntitlementInfo[] {
+  const subscriptions = grantingTransactions(transactions) as Candidate[];
+  const live = subscriptions.filter((c) => !c.replaced);
   const candidates: Candidate[] = [
-    ...(subscriptionCandidates(transactions) as Candidate[]).map((c) => ({ ...c, lifetime: false })),
+    ...subscriptions.map((c) => ({ ...supersededAt(c, live), lifetime: false })),
     ...transactions
       .filter((t) => t.isPending !== true && t.expirationDate === null && t.isConsumed !== true)
-      .map((t) => ({ transaction: t, accessEnd: t.revocationDate ?? FOREVER, replaced: false, lifetime: true })),
+      // A one-time purchase the store says expired without a revocation (Google's cancelled purchase) ends when the snapshot said so.
+      .map((t) => ({ transaction: t, accessEnd: t.revocationDate ?? (t.isExpired === true ? t.snapshotTime : FOREVER), replaced: false, lifetime: true })),
   ];
   const byEntitlement = new Map<string, Candidate[]>();
   for (const c of candidates) {
@@ -57,6 +60,23 @@ export function customerEntitlements(transactions: readonly EntitlementTransacti
       const active = list.filter((c) => isActive(c, now));
       return entry(identifier, latestCandidate(active.length > 0 ? active : list) as Candidate, now);
     });
+}
+
+/**
+ * Each subscription counts for what it grants, on its own: a replaced transaction (rule 2) grants
+ * until its access end, cut short when a subscription that is not replaced started after it (its
+ * replacement: a Google upgrade is a new purchase token, linked only by the old one's flag). An
+ * unrelated subscription that started before it does not take its grant away, and what it granted
+ * stays listed, held and ended, after the upgrade.
+ */
+function supersededAt<C extends SubscriptionCandidate>(c: C, live: readonly SubscriptionCandidate[]): C {
+  if (!c.replaced) return c;
+  let next: string | undefined;
+  for (const l of live) {
+    const start = l.transaction.transactionDate;
+    if (start > c.transaction.transactionDate && (next === undefined || start < next)) next = start;
+  }
+  return next !== undefined && next < c.accessEnd ? { ...c, accessEnd: next } : c;
 }
 
 /** Access now, as activeSubscriber decides it: the access end, at millisecond precision, is after the instant. */

@@ -131,13 +131,18 @@ export type SubscriptionCandidate = { transaction: LifecycleTransaction; accessE
  * read every one that grants an entitlement.
  */
 export function subscriptionCandidates(transactions: readonly LifecycleTransaction[]): SubscriptionCandidate[] {
+  const candidates = grantingTransactions(transactions);
+  const live = candidates.filter((c) => !c.replaced);
+  return live.length > 0 ? live : candidates;
+}
+
+/** Every non-pending subscription transaction with an access end (rules 1-5), replaced ones included and marked. */
+export function grantingTransactions(transactions: readonly LifecycleTransaction[]): SubscriptionCandidate[] {
   const replacedAt = replacements(transactions);
-  const candidates = transactions.flatMap((t) => {
+  return transactions.flatMap((t) => {
     const end = accessEnd(t, replacedAt.get(t) ?? null);
     return end === null ? [] : [{ transaction: t, accessEnd: end, replaced: isReplaced(t) || replacedAt.has(t) }];
   });
-  const live = candidates.filter((c) => !c.replaced);
-  return live.length > 0 ? live : candidates;
 }
 
 /** The candidate that ends last (ties: later transaction date, then greater transactionId in byte order). */

@@ -57,6 +57,7 @@ describe('entitlement definitions', () => {
       'productIds[0] "apple:pro\\u0000x" is not a product id: <platform>:<product id> as transactions show it (apple:pro_monthly, google:pro_monthly, stripe:price_123), 3-512 characters',
     ],
     [['apple:pro', 'google:pro', 'apple:pro'], 'productIds[2] "apple:pro" is listed twice'],
+    [['apple:pro', 'apple:pro\ud800'], 'productIds[1] holds a lone UTF-16 surrogate (not Unicode text)'],
     [Array.from({ length: 101 }, (_, i) => `apple:p${i}`), 'productIds lists 101 product ids; an entitlement takes at most 100'],
   ])('refuses the products %j, naming the one at fault', (productIds, message) => {
     expect(refusal(() => checkEntitlementDefinition('pro', productIds))).toEqual({ field: 'productIds', message });

@@ -64,6 +64,8 @@ export function checkProductIds(productIds: unknown): string[] {
         'productIds',
         `productIds[${i}] ${shown(id)} is not a product id: <platform>:<product id> as transactions show it (apple:pro_monthly, google:pro_monthly, stripe:price_123), ${PLATFORM_ID.minLength}-${PLATFORM_ID.maxLength} characters`,
       );
+    // a lone surrogate would be stored as U+FFFD: the definition read back would differ, and match no transaction
+    if (!id.isWellFormed()) throw new EntitlementDefinitionError('productIds', `productIds[${i}] holds a lone UTF-16 surrogate (not Unicode text)`);
     if (seen.has(id)) throw new EntitlementDefinitionError('productIds', `productIds[${i}] ${shown(id)} is listed twice`);
     seen.add(id);
   });
