@@ -7,6 +7,7 @@ import { ProblemFilter } from './common/problem.filter.js';
 import type { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { CustomersModule } from './customers/customers.module.js';
+import { EntitlementsModule } from './entitlements/entitlements.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { ReadReplicasModule } from './database/read-replicas.js';
 import type { DatabaseServer } from './database/database-server.js';
@@ -36,6 +37,7 @@ export class AppModule {
         CqrsModule.forRoot(),
         AuthModule,
         CustomersModule,
+        EntitlementsModule,
         TransactionsModule,
         RevenueModule,
         MetricsModule,

@@ -2,9 +2,9 @@
 export const READ_SCOPES = ['customers:read', 'transactions:read'] as const;
 /**
  * Granted only when asked for by name: customers:erase (DELETE /v2/customers/{applicationUsername}),
- * purchases:write (POST /v2/purchases).
+ * purchases:write (POST /v2/purchases), entitlements:write (PUT and DELETE /v2/entitlements/{name}).
  */
-export const SCOPES = [...READ_SCOPES, 'customers:erase', 'purchases:write'] as const;
+export const SCOPES = [...READ_SCOPES, 'customers:erase', 'purchases:write', 'entitlements:write'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /**

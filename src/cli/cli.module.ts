@@ -3,6 +3,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { CommanderExitCodes } from './exit-codes.js';
 import { CustomersCommand, CustomersEraseCommand } from './customers.command.js';
+import { ENTITLEMENT_SUBCOMMANDS, EntitlementsCommand } from './entitlements.command.js';
 import { FxCommand, FxImportCommand } from './fx.command.js';
 import { GenerateCommand } from './generate.command.js';
 import { IMPORT_COMMANDS } from './import.command.js';
@@ -40,6 +41,8 @@ export class CliModule {
         FxCommand,
         FxImportCommand,
         ReconcileCommand,
+        EntitlementsCommand,
+        ...ENTITLEMENT_SUBCOMMANDS,
       ],
     };
   }

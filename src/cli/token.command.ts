@@ -48,7 +48,10 @@ export class TokenCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ flags: '--scope <scopes...>', description: `Scopes (default: ${READ_SCOPES.join(' ')}; customers:erase and purchases:write only when named)` })
+  @Option({
+    flags: '--scope <scopes...>',
+    description: `Scopes (default: ${READ_SCOPES.join(' ')}; customers:erase, purchases:write and entitlements:write only when named)`,
+  })
   parseScope(value: string, previous: string[] = []): string[] {
     const scopes = value.split(/[\s,]+/).filter(Boolean);
     for (const s of scopes) if (!(SCOPES as readonly string[]).includes(s)) throw new UsageError(`unknown scope "${s}"; known: ${SCOPES.join(', ')}`);

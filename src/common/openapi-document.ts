@@ -3,6 +3,7 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { customerSummarySchema } from '../customers/customer.schema.js';
 import { transactionSchema } from '../transactions/transaction.schema.js';
 import { revenueReportSchema } from '../revenue/revenue-report/revenue-report.schema.js';
+import { entitlementSchema } from '../entitlements/entitlement.schema.js';
 import { webhookPayloads } from '../webhooks/webhook-payloads.schema.js';
 import { problemSchema } from './api-problem-responses.js';
 import { PACKAGE_VERSION } from './package-version.js';
@@ -29,6 +30,7 @@ export const COMPONENT_SCHEMAS = {
   Paging: pagingSchema,
   Problem: problemSchema,
   RevenueReport: revenueReportSchema,
+  Entitlement: entitlementSchema,
   // examples: answers to the example events (README, "Try it")
   CustomerPage: page('CustomerSummary', {
     rows: [
@@ -88,7 +90,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
           scheme: 'bearer',
           bearerFormat: 'JWT',
           description:
-            'A JWT naming the application (`app` claim) with the scopes the operation lists: customers:read, transactions:read, customers:erase, purchases:write. ' +
+            'A JWT naming the application (`app` claim) with the scopes the operation lists: customers:read, transactions:read, customers:erase, purchases:write, entitlements:write. ' +
             "A token bound to one user (`applicationUsername` claim, the app's own) may only record purchases (docs/purchases.md).",
         },
         'bearer',

@@ -121,22 +121,33 @@ export function accessEnd(t: LifecycleTransaction, replacedAt: string | null = n
 
 const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
+/** A subscription transaction that grants access, until when, and whether it was replaced (rule 2). */
+export type SubscriptionCandidate = { transaction: LifecycleTransaction; accessEnd: string; replaced: boolean };
+
 /**
- * The current subscription: among non-pending subscription transactions, the non-replaced one (by its
- * own flags or by another transaction, rule 2) with the latest access end (ties: later transaction date, then greater transactionId); when every one
- * is replaced, the latest replaced one.
+ * The subscription transactions that may be current: the non-pending ones with an access end, the
+ * non-replaced ones (by their own flags or by another transaction, rule 2) when there is any, else
+ * the replaced ones. currentSubscription picks one of them; entitlements (customer-entitlements.ts)
+ * read every one that grants an entitlement.
  */
-export function currentSubscription(
-  transactions: readonly LifecycleTransaction[],
-): { transaction: LifecycleTransaction; accessEnd: string; replaced: boolean } | undefined {
+export function subscriptionCandidates(transactions: readonly LifecycleTransaction[]): SubscriptionCandidate[] {
+  const candidates = grantingTransactions(transactions);
+  const live = candidates.filter((c) => !c.replaced);
+  return live.length > 0 ? live : candidates;
+}
+
+/** Every non-pending subscription transaction with an access end (rules 1-5), replaced ones included and marked. */
+export function grantingTransactions(transactions: readonly LifecycleTransaction[]): SubscriptionCandidate[] {
   const replacedAt = replacements(transactions);
-  const candidates = transactions.flatMap((t) => {
+  return transactions.flatMap((t) => {
     const end = accessEnd(t, replacedAt.get(t) ?? null);
     return end === null ? [] : [{ transaction: t, accessEnd: end, replaced: isReplaced(t) || replacedAt.has(t) }];
   });
-  const live = candidates.filter((c) => !c.replaced);
-  const pool = live.length > 0 ? live : candidates;
-  let best: (typeof pool)[number] | undefined;
+}
+
+/** The candidate that ends last (ties: later transaction date, then greater transactionId in byte order). */
+export function latestCandidate<C extends SubscriptionCandidate>(pool: readonly C[]): C | undefined {
+  let best: C | undefined;
   for (const c of pool) {
     if (!best) best = c;
     else if (c.accessEnd !== best.accessEnd) best = c.accessEnd > best.accessEnd ? c : best;
@@ -145,6 +156,15 @@ export function currentSubscription(
     else if (byteOrder(c.transaction.transactionId, best.transaction.transactionId) > 0) best = c;
   }
   return best;
+}
+
+/**
+ * The current subscription: among non-pending subscription transactions, the non-replaced one (by its
+ * own flags or by another transaction, rule 2) with the latest access end (ties: later transaction date, then greater transactionId); when every one
+ * is replaced, the latest replaced one.
+ */
+export function currentSubscription(transactions: readonly LifecycleTransaction[]): SubscriptionCandidate | undefined {
+  return latestCandidate(subscriptionCandidates(transactions));
 }
 
 /** customerInfo's stored part, over the transactions of the receipts the customer owns now. */
@@ -158,8 +178,17 @@ export function summarizeCustomer(transactions: readonly LifecycleTransaction[])
 }
 
 /** The stored facts of the current subscription (none: nulls), shared by summarizeCustomer and extendSummary. */
-function currentFacts(current: ReturnType<typeof currentSubscription>): Omit<CustomerFacts, 'transactionCount' | 'lastPurchaseDate'> {
+function currentFacts(current: SubscriptionCandidate | undefined): Omit<CustomerFacts, 'transactionCount' | 'lastPurchaseDate'> {
   if (current === undefined) return { expirationDate: null, lastRenewalDate: null, renewalIntent: null, productId: null, graceFrom: null, billingRetry: false };
+  return subscriptionFacts(current);
+}
+
+/**
+ * A subscription transaction's facts as the customer row keeps them for its current one: the access
+ * end, from when it lasts only by a grace period (rule 4), whether billing is still retried. The
+ * status rule (customerStatus) reads these; entitlements read them for every granting transaction.
+ */
+export function subscriptionFacts(current: SubscriptionCandidate): Omit<CustomerFacts, 'transactionCount' | 'lastPurchaseDate'> {
   const t = current.transaction;
   // Rule 4 decided the access end: not replaced, not revoked nor expired early, grace beyond expiration.
   const inRule4 =

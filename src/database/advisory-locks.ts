@@ -23,6 +23,8 @@ export const FX_RATES_FETCH_LOCK = 7_088_696_766;
 export const REVENUE_RATES_LOCK = 727_007;
 /** Session lock, one key: one scheduled reconciliation pass over every instance (RECONCILE_INTERVAL, docs/operations.md; the digits of "RECON"). */
 export const RECONCILE_LOCK = 8_269_677_978;
+/** First key of the two-key transaction lock on an application's entitlement definitions (by hashtext of the app id): one writer at a time (entitlements/entitlement-definitions.sql.ts). */
+export const ENTITLEMENTS_LOCK_SPACE = 727_008;
 
 export const ADVISORY_LOCKS = {
   MIGRATION_LOCK,
@@ -35,4 +37,5 @@ export const ADVISORY_LOCKS = {
   FX_RATES_FETCH_LOCK,
   REVENUE_RATES_LOCK,
   RECONCILE_LOCK,
+  ENTITLEMENTS_LOCK_SPACE,
 } as const;

@@ -30,6 +30,7 @@ import { Revenue1766300000000 } from './migrations/1766300000000-revenue.js';
 import { Provenance1766350000000 } from './migrations/1766350000000-provenance.js';
 import { Reconcile1766400000000 } from './migrations/1766400000000-reconcile.js';
 import { ReconcileSampleCursor1766410000000 } from './migrations/1766410000000-reconcile-sample-cursor.js';
+import { Entitlements1766500000000 } from './migrations/1766500000000-entitlements.js';
 
 export const MIGRATIONS = [
   ReadModels1763700000000,
@@ -62,6 +63,7 @@ export const MIGRATIONS = [
   Provenance1766350000000,
   Reconcile1766400000000,
   ReconcileSampleCursor1766410000000,
+  Entitlements1766500000000,
 ];
 
 /**

@@ -4,7 +4,9 @@
 import { APPLICATION_ID_PATTERN, MAX_APPLICATION_ID_BYTES } from '../common/application-id.js';
 
 const dateTime = { type: 'string', format: 'date-time' } as const;
-const id = (description: string) => ({ type: 'string', minLength: 3, maxLength: 512, pattern: '^[A-Za-z0-9_.-]+:.+$', description }) as const;
+/** The form of every stored id (transactionId, productId, receiptId): `<platform>:<local id>`, 3-512 characters. */
+export const PLATFORM_ID = { minLength: 3, maxLength: 512, pattern: '^[A-Za-z0-9_.-]+:.+$' } as const;
+const id = (description: string) => ({ type: 'string', ...PLATFORM_ID, description }) as const;
 
 const envelope = (type: string, data: object) => ({
   $schema: 'http://json-schema.org/draft-07/schema#',

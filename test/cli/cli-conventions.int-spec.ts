@@ -46,6 +46,10 @@ describe('CLI conventions (integration: the built CLI)', () => {
     'fx --help',
     'fx import --help',
     'reconcile --help',
+    'entitlements --help',
+    'entitlements set --help',
+    'entitlements list --help',
+    'entitlements remove --help',
   ])('%s exits 0 with the help on stdout, each default said once', async (line) => {
     const r = await runCli(line.split(' '), env);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });

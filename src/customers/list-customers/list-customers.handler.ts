@@ -1,9 +1,10 @@
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { Clock } from '../../common/clock.js';
 import { dayStart } from '../../common/day-index.js';
-import { preparedQuery } from '../../database/prepared.js';
+import { preparedQuery, type Queryable } from '../../database/prepared.js';
 import { ReadReplicas } from '../../database/read-replicas.js';
 import type { Page } from '../../common/paging.js';
+import { customerEntitlements, type EntitlementTransaction } from '../customer-entitlements.js';
 import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { ListCustomersQuery } from './list-customers.query.js';
@@ -18,6 +19,7 @@ import {
   type FilteredPageStartRow,
   type PageStartRow,
 } from './list-customers.sql.js';
+import { customerEntitlementsSql } from './customer-entitlements.sql.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
@@ -33,7 +35,7 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
     if (query.usernames) {
       const { name, sql, params } = customersByNameSql(query, now);
       const rows = await preparedQuery<CustomerRow>(db, name, sql, params);
-      return { rows: toSummaries(rows, now), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
+      return { rows: await withEntitlements(db, query.appId, rows, now), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
     }
     if (hasFilters(query.filters)) {
       const start = filteredPageStartSql(query, now);
@@ -41,16 +43,44 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
       const paging = { skip: query.skip, limit: query.limit, total: Number(found.total ?? 0) };
       if (found.days === null || query.limit === 0) return { rows: [], paging };
       const page = filteredPageSql(query, now, found.days, query.skip - Number(found.before));
-      return { rows: toSummaries(await preparedQuery<CustomerRow>(db, page.name, page.sql, page.params), now), paging };
+      return { rows: await withEntitlements(db, query.appId, await preparedQuery<CustomerRow>(db, page.name, page.sql, page.params), now), paging };
     }
     const [start] = await preparedQuery<PageStartRow>(db, 'customers-page-start', customerPageStartSql, [query.appId, query.skip]);
     const paging = { skip: query.skip, limit: query.limit, total: Number(start.total ?? 0) };
     if (start.day === null || query.limit === 0) return { rows: [], paging };
     const { sql, params } = customerPageSql(query, dayStart(start.day), query.skip - Number(start.before));
-    return { rows: toSummaries(await preparedQuery<CustomerRow>(db, 'customers-page', sql, params), now), paging };
+    return { rows: await withEntitlements(db, query.appId, await preparedQuery<CustomerRow>(db, 'customers-page', sql, params), now), paging };
   }
 }
 
 export function toSummaries(rows: CustomerRow[], now: Date): CustomerSummary[] {
   return rows.map((row) => ({ applicationUsername: row.applicationUsername, customerInfo: customerInfo(row, now), receiptIds: row.receiptIds }));
+}
+
+type EntitlementRow = EntitlementTransaction & { applicationUsername: string; entitlements: string[] };
+
+/**
+ * The page's summaries with customerInfo.entitlements: one more statement for the whole page (the
+ * page's customers' transactions, with what their products grant now), decided at `now`.
+ */
+async function withEntitlements(db: Queryable, appId: string, rows: CustomerRow[], now: Date): Promise<CustomerSummary[]> {
+  const summaries = toSummaries(rows, now);
+  if (rows.length === 0) return summaries;
+  const found = await preparedQuery<EntitlementRow>(db, 'customer-entitlements', customerEntitlementsSql, [appId, rows.map((r) => r.applicationUsername)]);
+  if (found.length === 0) return summaries;
+  const byCustomer = new Map<string, EntitlementRow[]>();
+  const grants = new Map<string, string[]>();
+  for (const t of found) {
+    const list = byCustomer.get(t.applicationUsername) ?? [];
+    byCustomer.set(t.applicationUsername, list);
+    list.push(t);
+    grants.set(t.productId, t.entitlements);
+  }
+  for (const s of summaries) {
+    const transactions = byCustomer.get(s.applicationUsername);
+    if (!transactions) continue;
+    const entitlements = customerEntitlements(transactions, (productId) => grants.get(productId) ?? [], now);
+    if (entitlements.length > 0) s.customerInfo.entitlements = entitlements;
+  }
+  return summaries;
 }

@@ -926,6 +926,22 @@ CREATE UNIQUE INDEX reconcile_runs_open_idx ON public.reconcile_runs (app_id, mo
 
 ALTER TABLE public.reconcile_runs ADD COLUMN sample_after text;
 
+-- Entitlements1766500000000 up
+
+CREATE TABLE public.entitlement_products (
+        app_id      text        NOT NULL,
+        entitlement text        NOT NULL,
+        product_id  text        NOT NULL,
+        defined_at  timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (app_id, entitlement, product_id)
+      );
+
+CREATE INDEX entitlement_products_product_idx ON public.entitlement_products (app_id, product_id);
+
+-- Entitlements1766500000000 down
+
+DROP TABLE public.entitlement_products;
+
 -- ReconcileSampleCursor1766410000000 down
 
 ALTER TABLE public.reconcile_runs DROP COLUMN sample_after;

@@ -1,0 +1,118 @@
+import { customerStatus } from './customer-status.js';
+import { grantingTransactions, latestCandidate, subscriptionFacts, type LifecycleTransaction, type SubscriptionCandidate } from './customer-summary.js';
+import type { EntitlementInfo } from './customer.schema.js';
+
+// customerInfo.entitlements (docs/entitlements.md, "What grants an entitlement"), decided when a
+// customer is read, at the request's instant, from the customer's transactions and the current
+// definitions. Nothing here is a rule of its own about access: a subscription grants an
+// entitlement exactly while the lifecycle rules give it access (subscriptionCandidates, accessEnd),
+// and whether that access is active, in grace or in billing retry is customerStatus over the same
+// facts the customer row keeps for its current subscription (subscriptionFacts).
+
+/** A transaction as the entitlements read it: the lifecycle facts and what the entry shows besides. */
+export type EntitlementTransaction = LifecycleTransaction & {
+  purchaseDate: string | null;
+  renewalDate: string | null;
+  /** The store says the purchase was consumed (a consumable): it never grants. */
+  isConsumed: boolean | null;
+};
+
+/** Which entitlements a product grants under the current definitions (none: []). */
+export type Grants = (productId: string) => readonly string[];
+
+/** Sorts after every date (dates are normalised UTC text, `0001-...` to `9999-...`): a lifetime purchase never ends. */
+const FOREVER = '~';
+
+type Candidate = SubscriptionCandidate & { transaction: EntitlementTransaction; lifetime: boolean };
+
+/**
+ * 1. An auto-renewable subscription grants while it gives access under the lifecycle rules: the
+ *    candidates the current subscription is chosen among (pending ones grant nothing; replaced ones
+ *    only when every subscription transaction is replaced), until their access end (grace included,
+ *    cut short by a refund, a revocation or a replacement).
+ * 2. A purchase without expirationDate that the store does not say was consumed (a non-consumable)
+ *    grants for good, unless refunded or revoked: then until its revocationDate.
+ * 3. Consumables (isConsumed) and pending purchases never grant.
+ * Per entitlement, the entry describes the granting transaction that gives access now with the
+ * latest access end (a lifetime purchase first), else the one whose access ended last.
+ */
+export function customerEntitlements(transactions: readonly EntitlementTransaction[], grants: Grants, now: Date): EntitlementInfo[] {
+  const subscriptions = grantingTransactions(transactions) as Candidate[];
+  const live = subscriptions.filter((c) => !c.replaced);
+  const candidates: Candidate[] = [
+    ...subscriptions.map((c) => ({ ...supersededAt(c, live), lifetime: false })),
+    ...transactions
+      .filter((t) => t.isPending !== true && t.expirationDate === null && t.isConsumed !== true)
+      // A one-time purchase the store says expired without a revocation (Google's cancelled purchase) ends when the snapshot said so.
+      .map((t) => ({ transaction: t, accessEnd: t.revocationDate ?? (t.isExpired === true ? t.snapshotTime : FOREVER), replaced: false, lifetime: true })),
+  ];
+  const byEntitlement = new Map<string, Candidate[]>();
+  for (const c of candidates) {
+    for (const name of grants(c.transaction.productId)) {
+      const list = byEntitlement.get(name) ?? [];
+      byEntitlement.set(name, list);
+      list.push(c);
+    }
+  }
+  return [...byEntitlement.entries()]
+    .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+    .map(([identifier, list]) => {
+      const active = list.filter((c) => isActive(c, now));
+      return entry(identifier, latestCandidate(active.length > 0 ? active : list) as Candidate, now);
+    });
+}
+
+/**
+ * Each subscription counts for what it grants, on its own: a replaced transaction (rule 2) grants
+ * until its access end, cut short when a subscription that is not replaced started after it (its
+ * replacement: a Google upgrade is a new purchase token, linked only by the old one's flag). An
+ * unrelated subscription that started before it does not take its grant away, and what it granted
+ * stays listed, held and ended, after the upgrade.
+ */
+function supersededAt<C extends SubscriptionCandidate>(c: C, live: readonly SubscriptionCandidate[]): C {
+  if (!c.replaced) return c;
+  let next: string | undefined;
+  for (const l of live) {
+    const start = l.transaction.transactionDate;
+    if (start > c.transaction.transactionDate && (next === undefined || start < next)) next = start;
+  }
+  return next !== undefined && next < c.accessEnd ? { ...c, accessEnd: next } : c;
+}
+
+/** Access now, as activeSubscriber decides it: the access end, at millisecond precision, is after the instant. */
+const isActive = (c: Candidate, now: Date) => c.accessEnd === FOREVER || new Date(c.accessEnd).getTime() > now.getTime();
+
+function entry(identifier: string, c: Candidate, now: Date): EntitlementInfo {
+  const t = c.transaction;
+  const info: EntitlementInfo = {
+    identifier,
+    isActive: false,
+    productId: t.productId,
+    transactionId: t.transactionId,
+    isInGracePeriod: false,
+    isInBillingRetry: false,
+  };
+  if (c.lifetime) {
+    info.isActive = isActive(c, now);
+    if (c.accessEnd !== FOREVER) info.expirationDate = new Date(c.accessEnd);
+  } else {
+    const facts = subscriptionFacts(c);
+    const status = customerStatus(
+      {
+        expirationDate: facts.expirationDate === null ? null : new Date(facts.expirationDate),
+        graceFrom: facts.graceFrom === null ? null : new Date(facts.graceFrom),
+        billingRetry: facts.billingRetry,
+      },
+      now,
+    );
+    info.isActive = status === 'active' || status === 'grace_period';
+    info.isInGracePeriod = status === 'grace_period';
+    info.isInBillingRetry = status === 'billing_retry';
+    info.expirationDate = new Date(c.accessEnd);
+  }
+  if (t.purchaseDate !== null) info.purchaseDate = new Date(t.purchaseDate);
+  if (t.lastRenewalDate !== null) info.lastRenewalDate = new Date(t.lastRenewalDate);
+  if (t.renewalDate !== null) info.renewalDate = new Date(t.renewalDate);
+  if (t.renewalIntent !== null) info.renewalIntent = t.renewalIntent;
+  return info;
+}
