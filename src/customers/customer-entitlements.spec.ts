@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { customerEntitlements, type EntitlementTransaction } from './customer-entitlements.js';
 import { customerStatus } from './customer-status.js';
 import { grantingTransactions, summarizeCustomer } from './customer-summary.js';
-import { D, tx } from './lifecycle-transaction.fixture.js';
+import { D, lifecycleDay, lifecycleTransaction, tx } from './lifecycle-transaction.fixture.js';
 
 // docs/entitlements.md, "What grants an entitlement", one case per rule, given / when / then, the
 // expected entries written out. Asked on 2026-10-15 unless said.
@@ -209,28 +209,10 @@ describe('customerEntitlements', () => {
 // field (customerInfo and the status of docs/api.md), since both take the same candidates.
 describe('customerEntitlements against the customer summary', () => {
   it('an entitlement every subscription grants reads as the current subscription: same access end, product, activity, grace and billing retry', () => {
-    const day = fc.constantFrom('2026-01-01', '2026-02-01', '2026-03-01', '2026-04-01').map(D);
     const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
-    const transaction = fc.record({
-      transactionId: fc.constantFrom('apple:a', 'apple:B', 'apple:c', 'apple:D'),
-      receiptId: fc.constantFrom('apple:r1', 'apple:r2'),
-      purchaseId: fc.constantFrom('apple:r1', 'apple:r2'),
-      productId: fc.constantFrom('apple:monthly', 'apple:yearly'),
-      transactionDate: day,
-      snapshotTime: day,
-      expirationDate: maybe(day),
-      gracePeriodExpirationDate: maybe(day),
-      revocationDate: maybe(day),
-      isPending: maybe(fc.boolean()),
-      isUpgraded: maybe(fc.boolean()),
-      isExpired: maybe(fc.boolean()),
-      isBillingRetryPeriod: maybe(fc.boolean()),
-      cancelationReason: maybe(fc.constantFrom('System.Replaced', 'Customer.Refund')),
-      lastRenewalDate: maybe(day),
-      renewalIntent: maybe(fc.constantFrom('Renew', 'Lapse')),
-      purchaseDate: maybe(day),
-      renewalDate: maybe(day),
-    });
+    const transaction = fc
+      .record({ purchaseDate: maybe(lifecycleDay), renewalDate: maybe(lifecycleDay) })
+      .chain((dates) => lifecycleTransaction.map((t) => ({ ...t, ...dates })));
     // one-time purchases are consumed here: nothing grants for good. Replaced transactions are left
     // out: an entitlement counts each subscription on its own (the cases above), the current
     // subscription is one for the whole customer.

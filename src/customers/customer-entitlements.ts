@@ -1,3 +1,4 @@
+import { byteOrder } from '../common/byte-order.js';
 import { customerStatus } from './customer-status.js';
 import { grantingTransactions, latestCandidate, subscriptionFacts, type LifecycleTransaction, type SubscriptionCandidate } from './customer-summary.js';
 import type { EntitlementInfo } from './customer.schema.js';
@@ -55,7 +56,7 @@ export function customerEntitlements(transactions: readonly EntitlementTransacti
     }
   }
   return [...byEntitlement.entries()]
-    .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+    .sort(([a], [b]) => byteOrder(a, b))
     .map(([identifier, list]) => {
       const active = list.filter((c) => isActive(c, now));
       return entry(identifier, latestCandidate(active.length > 0 ? active : list) as Candidate, now);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { accessEnd, extendSummary, replacements, summarizeCustomer } from './customer-summary.js';
-import { D, tx } from './lifecycle-transaction.fixture.js';
+import { D, lifecycleTransaction, tx } from './lifecycle-transaction.fixture.js';
 
 // One case per rule of docs/api.md ("Access end", "customerInfo"), expected values written out.
 
@@ -208,26 +208,7 @@ describe('extendSummary', () => {
   // checked above with values written out): whenever it answers, it answers what summarizing every
   // transaction does.
   it('agrees with summarizeCustomer over the whole list whenever it decides', () => {
-    const day = fc.constantFrom('2026-01-01', '2026-02-01', '2026-03-01', '2026-04-01').map(D);
-    const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
-    const transaction = fc.record({
-      transactionId: fc.constantFrom('apple:a', 'apple:B', 'apple:c', 'apple:D'),
-      receiptId: fc.constantFrom('apple:r1', 'apple:r2'),
-      purchaseId: fc.constantFrom('apple:r1', 'apple:r2'),
-      productId: fc.constantFrom('apple:monthly', 'apple:yearly'),
-      transactionDate: day,
-      snapshotTime: day,
-      expirationDate: maybe(day),
-      gracePeriodExpirationDate: maybe(day),
-      revocationDate: maybe(day),
-      isPending: maybe(fc.boolean()),
-      isUpgraded: maybe(fc.boolean()),
-      isExpired: maybe(fc.boolean()),
-      isBillingRetryPeriod: maybe(fc.boolean()),
-      cancelationReason: maybe(fc.constantFrom('System.Replaced', 'Customer.Refund')),
-      lastRenewalDate: maybe(day),
-      renewalIntent: maybe(fc.constantFrom('Renew', 'Lapse')),
-    });
+    const transaction = lifecycleTransaction;
     let decided = 0;
     fc.assert(
       fc.property(fc.array(transaction, { maxLength: 6 }), fc.array(transaction, { minLength: 1, maxLength: 4 }), (before, added) => {

@@ -3,6 +3,8 @@
 // summarizeCustomer and stores the result; only activeSubscriber is left to request time.
 // Every date is a normalised UTC string (event-time.ts), so string order is time order.
 
+import { byteOrder } from '../common/byte-order.js';
+
 /** What the rules read of one transaction of a receipt the customer owns. */
 export type LifecycleTransaction = {
   transactionId: string;
@@ -118,8 +120,6 @@ export function accessEnd(t: LifecycleTransaction, replacedAt: string | null = n
   // 5. otherwise the expiration date
   return t.expirationDate;
 }
-
-const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 /** A subscription transaction that grants access, until when, and whether it was replaced (rule 2). */
 export type SubscriptionCandidate = { transaction: LifecycleTransaction; accessEnd: string; replaced: boolean };

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import type { LifecycleTransaction } from './customer-summary.js';
 
 /** Test fixture: a day as the contract writes instants. */
@@ -22,4 +23,29 @@ export const tx = (over: Partial<LifecycleTransaction>): LifecycleTransaction =>
   lastRenewalDate: null,
   renewalIntent: 'Renew',
   ...over,
+});
+
+/** Test fixture: one of four days of 2026, the instants the generated histories use. */
+export const lifecycleDay = fc.constantFrom('2026-01-01', '2026-02-01', '2026-03-01', '2026-04-01').map(D);
+
+const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
+
+/** Test fixture: any transaction over four ids, two receipts and two products, every lifecycle fact free. */
+export const lifecycleTransaction: fc.Arbitrary<LifecycleTransaction> = fc.record({
+  transactionId: fc.constantFrom('apple:a', 'apple:B', 'apple:c', 'apple:D'),
+  receiptId: fc.constantFrom('apple:r1', 'apple:r2'),
+  purchaseId: fc.constantFrom('apple:r1', 'apple:r2'),
+  productId: fc.constantFrom('apple:monthly', 'apple:yearly'),
+  transactionDate: lifecycleDay,
+  snapshotTime: lifecycleDay,
+  expirationDate: maybe(lifecycleDay),
+  gracePeriodExpirationDate: maybe(lifecycleDay),
+  revocationDate: maybe(lifecycleDay),
+  isPending: maybe(fc.boolean()),
+  isUpgraded: maybe(fc.boolean()),
+  isExpired: maybe(fc.boolean()),
+  isBillingRetryPeriod: maybe(fc.boolean()),
+  cancelationReason: maybe(fc.constantFrom('System.Replaced', 'Customer.Refund')),
+  lastRenewalDate: maybe(lifecycleDay),
+  renewalIntent: maybe(fc.constantFrom('Renew', 'Lapse')),
 });

@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { Authorize, CurrentPrincipal } from '../auth/authorize.decorator.js';
 import type { Principal } from '../auth/scopes.js';
 import { ApiProblemResponses } from '../common/api-problem-responses.js';
+import { byteOrder } from '../common/byte-order.js';
 import { AppError, ErrorCode, InvalidParameterError } from '../common/errors.js';
 import { schemaRef } from '../common/openapi-document.js';
 import { PROBLEM_CONTENT_TYPE } from '../common/problem-http.js';
@@ -52,7 +53,8 @@ function parseBody(body: unknown): string[] {
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     throw new InvalidParameterError('body', 'the body must be a JSON object such as {"productIds": ["apple:pro_monthly"]}');
   for (const key of Object.keys(body))
-    if (key !== 'productIds') throw new InvalidParameterError(key, `unknown field "${key.slice(0, 100)}"; known: productIds`);
+    // the parameter is the key's first 100 characters, like the detail: a hostile key is not echoed whole
+    if (key !== 'productIds') throw new InvalidParameterError(key.slice(0, 100), `unknown field "${key.slice(0, 100)}"; known: productIds`);
   return checked(() => checkProductIds((body as { productIds?: unknown }).productIds));
 }
 
@@ -102,7 +104,7 @@ export class EntitlementsController {
     await defineEntitlement(this.db, principal.appId, { name: identifier, productIds }).catch((error: unknown) => {
       throw error instanceof EntitlementDefinitionError ? new InvalidParameterError(error.field, error.message) : error;
     });
-    return { identifier, productIds: [...productIds].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))) };
+    return { identifier, productIds: [...productIds].sort(byteOrder) };
   }
 
   @Delete(':name')

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { assertNever } from '../common/assert-never.js';
+import { byteOrder } from '../common/byte-order.js';
 import { replacements } from '../customers/customer-summary.js';
 import { isRedacted } from '../customers/erase-customer/erasure-hash.js';
 import type { PurchaseEvent, TransactionSnapshot } from '../events/purchase-event.js';
@@ -106,7 +107,7 @@ type Versioned = { version_time: string; version_id: string };
  */
 export function isNewer(a: Versioned, b: Versioned): boolean {
   if (a.version_time !== b.version_time) return a.version_time > b.version_time;
-  return Buffer.compare(Buffer.from(a.version_id), Buffer.from(b.version_id)) > 0;
+  return byteOrder(a.version_id, b.version_id) > 0;
 }
 
 /**
@@ -215,7 +216,7 @@ type Link = Pick<ReceiptRow, 'explicit' | 'version_time' | 'version_id' | 'appli
 /** (time, id, username): links of one event id reused for other usernames are ordered by the username's bytes. */
 function isLater(a: Link, b: Link): boolean {
   if (a.version_time !== b.version_time || a.version_id !== b.version_id) return isNewer(a, b);
-  return Buffer.compare(Buffer.from(a.application_username ?? ''), Buffer.from(b.application_username ?? '')) > 0;
+  return byteOrder(a.application_username ?? '', b.application_username ?? '') > 0;
 }
 
 /**

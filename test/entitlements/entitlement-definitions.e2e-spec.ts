@@ -118,6 +118,13 @@ describe('entitlement definitions (e2e: HTTP and CLI, real PostgreSQL)', () => {
       'productIds lists 101 product ids; an entitlement takes at most 100',
     ],
     ['an unknown field', '/pro', { productIds: ['apple:a'], products: [] }, 'products', 'unknown field "products"; known: productIds'],
+    [
+      'an unknown field of 5,000 characters (named by its first 100)',
+      '/pro',
+      { productIds: ['apple:a'], ['k'.repeat(5000)]: 1 },
+      'k'.repeat(100),
+      `unknown field "${'k'.repeat(100)}"; known: productIds`,
+    ],
     ['a body that is not an object', '/pro', ['apple:a'], 'body', 'the body must be a JSON object such as {"productIds": ["apple:pro_monthly"]}'],
   ])('refuses %s: 400 invalid_parameter naming the field and the value, nothing changed', async (_case, path, body, parameter, detail) => {
     const before = (await api.get('/v2/entitlements', reader)).body;
