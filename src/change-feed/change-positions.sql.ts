@@ -53,6 +53,19 @@ export const KEY_COLUMN: Record<FeedTable, string> = { customers: 'application_u
 /** The shown columns of `alias` as one row value, to compare two images of a row. */
 export const shownRow = (alias: string, table: FeedTable) => `(${VISIBLE_COLUMNS[table].map((c) => `${alias}.${c}`).join(', ')})`;
 
+/**
+ * Whether two images of a row show the same. A customer's entitlements are not a column: they are
+ * decided at read from its transactions, and its grants_digest stands for what they read, so a
+ * change there (a refund of a subscription other than the current one, say) is a change of the
+ * customer too. A digest not known on either side (null: a row from before it was kept, or extended
+ * from one) does not count: filling it in is no change.
+ */
+export function sameShown(a: string, b: string, table: FeedTable): string {
+  const shown = `${shownRow(a, table)} IS NOT DISTINCT FROM ${shownRow(b, table)}`;
+  if (table !== 'customers') return shown;
+  return `(${shown} AND (${a}.grants_digest IS NULL OR ${b}.grants_digest IS NULL OR ${a}.grants_digest = ${b}.grants_digest))`;
+}
+
 /** This transaction's id as a bigint (xid8 with its epoch: it never wraps). */
 export const CURRENT_XID = 'pg_current_xact_id()::text::bigint';
 /** Every transaction with a lower id, in any database of the cluster, has ended. */
@@ -87,14 +100,14 @@ export function stampFunctionSql(table: FeedTable): string {
     CREATE OR REPLACE FUNCTION public.stamp_${table}_change() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF TG_ARGV[0] = 'live' THEN
-        IF TG_OP = 'UPDATE' AND ${shownRow('NEW', table)} IS NOT DISTINCT FROM ${shownRow('OLD', table)} THEN
+        IF TG_OP = 'UPDATE' AND ${sameShown('NEW', 'OLD', table)} THEN
           RETURN NEW;
         END IF;
         NEW.change_position := ${CURRENT_XID};
       ELSIF TG_ARGV[0] = 'generation' THEN
         NEW.change_position := (
           SELECT l.change_position FROM read_model.${table} l
-          WHERE l.app_id = NEW.app_id AND l.${key} = NEW.${key} AND ${shownRow('l', table)} IS NOT DISTINCT FROM ${shownRow('NEW', table)});
+          WHERE l.app_id = NEW.app_id AND l.${key} = NEW.${key} AND ${sameShown('l', 'NEW', table)});
       ELSE
         NEW.change_position := NULL;
       END IF;
@@ -122,12 +135,12 @@ export const stampSwitchedSql = (schema: string, table: FeedTable) => {
     rebuilt: `UPDATE ${schema}.${table} SET change_position = ${CURRENT_XID} WHERE change_position IS NULL`,
     /** $1: the high-water mark when the generation was created. */
     changedLive: `UPDATE ${schema}.${table} g
-     SET change_position = CASE WHEN ${shownRow('g', table)} IS DISTINCT FROM ${shownRow('l', table)} THEN ${CURRENT_XID} ELSE l.change_position END
+     SET change_position = CASE WHEN NOT ${sameShown('g', 'l', table)} THEN ${CURRENT_XID} ELSE l.change_position END
      FROM (SELECT DISTINCT app_id FROM read_model.${table === 'customers' ? 'customer' : 'transaction'}_day_counts) a
      CROSS JOIN LATERAL (
        SELECT l.* FROM read_model.${table} l WHERE l.app_id = a.app_id AND l.change_position >= $1
      ) l
      WHERE g.app_id = l.app_id AND g.${key} = l.${key}
-       AND (${shownRow('g', table)} IS DISTINCT FROM ${shownRow('l', table)} OR g.change_position < l.change_position)`,
+       AND (NOT ${sameShown('g', 'l', table)} OR g.change_position < l.change_position)`,
   };
 };

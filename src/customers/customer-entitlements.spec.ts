@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { customerEntitlements, type EntitlementTransaction } from './customer-entitlements.js';
+import { customerEntitlements, grantsDigest, type EntitlementTransaction } from './customer-entitlements.js';
 import { customerStatus } from './customer-status.js';
 import { grantingTransactions, summarizeCustomer } from './customer-summary.js';
 import { D, lifecycleDay, lifecycleTransaction, tx } from './lifecycle-transaction.fixture.js';
@@ -251,5 +251,60 @@ describe('customerEntitlements against the customer summary', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+// grantsDigest stands for what customerEntitlements reads: the change feed moves a customer when it
+// changes (docs/change-feed.md). It must not depend on the order of the transactions, a batch
+// that only adds transactions must reach the sum of all of them from the stored sum, and a change
+// of any field the rules read must change it.
+describe('grantsDigest', () => {
+  const withDates = fc
+    .record({
+      purchaseDate: fc.option(lifecycleDay, { nil: null }),
+      renewalDate: fc.option(lifecycleDay, { nil: null }),
+      isConsumed: fc.option(fc.boolean(), { nil: null }),
+    })
+    .chain((extra) => lifecycleTransaction.map((t): EntitlementTransaction => ({ ...t, ...extra })));
+
+  it('is the same in any order, and extending the stored sum equals summing everything', () => {
+    fc.assert(
+      fc.property(fc.array(withDates, { maxLength: 6 }), fc.array(withDates, { maxLength: 4 }), (before, added) => {
+        const all = grantsDigest([...before, ...added]);
+        expect(grantsDigest([...added, ...before].reverse())).toBe(all);
+        expect(grantsDigest(added, grantsDigest(before))).toBe(all);
+        expect(all).toBe(BigInt.asIntN(64, all));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('changes with every field the entitlement rules read; the snapshot time only where a rule reads it', () => {
+    const base: EntitlementTransaction = { ...tx({}), purchaseDate: D('2026-01-01'), renewalDate: null, isConsumed: null };
+    const changes: Partial<EntitlementTransaction>[] = [
+      { transactionId: 'apple:t2' },
+      { receiptId: 'apple:r2' },
+      { purchaseId: 'apple:p2' },
+      { productId: 'apple:yearly' },
+      { transactionDate: D('2026-01-02') },
+      { expirationDate: D('2026-03-01') },
+      { gracePeriodExpirationDate: D('2026-02-10') },
+      { revocationDate: D('2026-01-15') },
+      { isPending: true },
+      { isUpgraded: true },
+      { isExpired: true },
+      { isBillingRetryPeriod: true },
+      { cancelationReason: 'Customer.Refund' },
+      { lastRenewalDate: D('2026-01-01') },
+      { renewalIntent: 'Lapse' },
+      { purchaseDate: D('2026-01-02') },
+      { renewalDate: D('2026-02-01') },
+      { isConsumed: true },
+    ];
+    const digest = grantsDigest([base]);
+    for (const change of changes) expect([change, grantsDigest([{ ...base, ...change }])]).not.toEqual([change, digest]);
+    expect(grantsDigest([{ ...base, snapshotTime: D('2026-01-20') }])).toBe(digest);
+    const expired = { ...base, isExpired: true };
+    expect(grantsDigest([{ ...expired, snapshotTime: D('2026-01-20') }])).not.toBe(grantsDigest([expired]));
   });
 });

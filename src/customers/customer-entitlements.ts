@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { byteOrder } from '../common/byte-order.js';
 import { customerStatus } from './customer-status.js';
 import { grantingTransactions, latestCandidate, subscriptionFacts, type LifecycleTransaction, type SubscriptionCandidate } from './customer-summary.js';
@@ -17,6 +18,45 @@ export type EntitlementTransaction = LifecycleTransaction & {
   /** The store says the purchase was consumed (a consumable): it never grants. */
   isConsumed: boolean | null;
 };
+
+/**
+ * What customerEntitlements reads of one transaction, hashed to 64 bits: every field it reads, the
+ * snapshot's time only where a rule reads it (a purchase the store says expired). A customer's
+ * `grantsDigest` is the sum of these over the transactions it owns, so it changes when anything its
+ * entitlements could show changes, under any definitions, and a batch that only adds transactions
+ * adds theirs to the stored sum without reading the others.
+ */
+export function grantFactsHash(t: EntitlementTransaction): bigint {
+  const read = [
+    t.transactionId,
+    t.receiptId,
+    t.purchaseId,
+    t.productId,
+    t.transactionDate,
+    t.isExpired === true ? t.snapshotTime : null,
+    t.expirationDate,
+    t.gracePeriodExpirationDate,
+    t.revocationDate,
+    t.isPending,
+    t.isUpgraded,
+    t.isExpired,
+    t.isBillingRetryPeriod,
+    t.cancelationReason,
+    t.lastRenewalDate,
+    t.renewalIntent,
+    t.purchaseDate,
+    t.renewalDate,
+    t.isConsumed,
+  ];
+  return createHash('sha256').update(JSON.stringify(read)).digest().readBigUInt64BE(0);
+}
+
+/** `stored` plus the hashes of `transactions`, as PostgreSQL's bigint (a sum modulo 2^64, signed). */
+export function grantsDigest(transactions: Iterable<EntitlementTransaction>, stored = 0n): bigint {
+  let sum = stored;
+  for (const t of transactions) sum += grantFactsHash(t);
+  return BigInt.asIntN(64, sum);
+}
 
 /** Which entitlements a product grants under the current definitions (none: []). */
 export type Grants = (productId: string) => readonly string[];

@@ -31,6 +31,7 @@ import { Provenance1766350000000 } from './migrations/1766350000000-provenance.j
 import { Reconcile1766400000000 } from './migrations/1766400000000-reconcile.js';
 import { ReconcileSampleCursor1766410000000 } from './migrations/1766410000000-reconcile-sample-cursor.js';
 import { Entitlements1766500000000 } from './migrations/1766500000000-entitlements.js';
+import { EntitlementChanges1766600000000 } from './migrations/1766600000000-entitlement-changes.js';
 
 export const MIGRATIONS = [
   ReadModels1763700000000,
@@ -64,6 +65,7 @@ export const MIGRATIONS = [
   Reconcile1766400000000,
   ReconcileSampleCursor1766410000000,
   Entitlements1766500000000,
+  EntitlementChanges1766600000000,
 ];
 
 /**

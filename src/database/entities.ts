@@ -28,6 +28,8 @@ export class CustomerEntity {
   @Column({ name: 'current_product_id', type: 'text', nullable: true }) currentProductId: string | null;
   @Column({ name: 'grace_from', type: 'timestamptz', nullable: true }) graceFrom: Date | null;
   @Column({ name: 'billing_retry', type: 'boolean', default: false }) billingRetry: boolean;
+  /** What its entitlements read of its transactions, hashed and summed (grantsDigest): a change moves the row in the change feed. */
+  @Column({ name: 'grants_digest', type: 'bigint', nullable: true, default: 0 }) grantsDigest: string | null;
   /** Id of the PostgreSQL transaction that last changed what the API shows (docs/change-feed.md). */
   @Column({ name: 'change_position', type: 'bigint', nullable: true }) changePosition: string | null;
 }

@@ -160,7 +160,7 @@ INSERT INTO read_model.customers (app_id, application_username, first_seen_at)
 SELECT c.app_id, c.application_username, to_char(c.first_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS first_seen_at,
            c.transaction_count, to_char(c.last_purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_purchase_date, to_char(c.expiration_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS expiration_date,
            to_char(c.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_renewal_date, c.renewal_intent,
-           c.current_product_id, to_char(c.grace_from AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS grace_from, c.billing_retry
+           c.current_product_id, to_char(c.grace_from AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS grace_from, c.billing_retry, c.grants_digest
     FROM read_model.customers c
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, name) ON c.app_id = k.app_id AND c.application_username = k.name
     ORDER BY c.app_id, c.application_username FOR UPDATE OF c;

@@ -211,7 +211,7 @@ export const sql = (schema: string) => ({
     SELECT c.app_id, c.application_username, ${iso('c.first_seen_at')} AS first_seen_at,
            c.transaction_count, ${iso('c.last_purchase_date')} AS last_purchase_date, ${iso('c.expiration_date')} AS expiration_date,
            ${iso('c.last_renewal_date')} AS last_renewal_date, c.renewal_intent,
-           c.current_product_id, ${iso('c.grace_from')} AS grace_from, c.billing_retry
+           c.current_product_id, ${iso('c.grace_from')} AS grace_from, c.billing_retry, c.grants_digest
     FROM ${schema}.customers c
     JOIN unnest($1::text[], $2::text[]) AS k(app_id, name) ON c.app_id = k.app_id AND c.application_username = k.name
     ORDER BY c.app_id, c.application_username FOR UPDATE OF c`,

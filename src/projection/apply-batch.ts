@@ -5,7 +5,8 @@ import { messageSha1, type Batch, type BatchOutcome, type DeadLetter } from '../
 import type { PurchaseEvent } from '../events/purchase-event.js';
 import { sql, type CountStatements } from './apply-batch.sql.js';
 import { lifecycleOf, refreshSummaries, type CustomerKey, type ExtendedSummary } from './customer-summaries.js';
-import { extendSummary, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
+import { grantsDigest, type EntitlementTransaction } from '../customers/customer-entitlements.js';
+import { extendSummary, type CustomerFacts } from '../customers/customer-summary.js';
 import { actionForReject } from './reject-policy.js';
 import { customerCellDeltas, type CustomerChange } from './customer-cells.js';
 import { dayCountDeltas, filterCellOf, filterCountDeltas, sumDayDeltas, utcDay, type DayDelta, type FilterCell, type FilterCountDelta } from './day-counts.js';
@@ -248,7 +249,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const touchReceipt = (app_id: string, receipt_id: string) => receiptKeys.set(key2(app_id, receipt_id), { app_id, receipt_id });
   // Receipts that only gained new transactions (their owners' summaries can be extended), and
   // receipts whose transactions or owner changed otherwise (their owners' summaries are re-derived).
-  const appended = new Map<string, LifecycleTransaction[]>();
+  const appended = new Map<string, EntitlementTransaction[]>();
   const rewritten = new Set<string>();
   // Whole images of the rows written, so re-deriving a summary reads only what the batch did not write.
   const writes = { byReceipt: new Map<string, TransactionRow[]>(), keys: new Set<string>(), partial: [] as string[] };
@@ -358,7 +359,14 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     sorted(transactionReceipts, (k) => key2(k.app_id, k.receipt_id)),
   )) {
     rewritten.add(key2(r.app_id, r.receipt_id));
-    if (!writes.keys.has(key2(r.app_id, r.transaction_id))) writes.partial.push(r.transaction_id);
+    if (!writes.keys.has(key2(r.app_id, r.transaction_id))) {
+      writes.partial.push(r.transaction_id);
+      continue;
+    }
+    // the batch's image of the row stands in for it: it must show the flags just set
+    const images = writes.byReceipt.get(key2(r.app_id, r.receipt_id)) ?? [];
+    const i = images.findIndex((t) => t.transaction_id === r.transaction_id);
+    if (i >= 0) images[i] = { ...images[i], is_upgraded: r.is_upgraded, cancelation_reason: r.cancelation_reason };
   }
   const createdReceipts = new Set<string>();
   if (links.length > 0) {
@@ -390,6 +398,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
   const customers = sorted([...customerKeys.values()], (c) => key2(c.app_id, c.name));
   const customerDays: Parameters<typeof dayCountDeltas>[0] = [];
   const storedFacts = new Map<string, CustomerFacts>();
+  const storedDigests = new Map<string, bigint | null>();
   const seenDay = new Map<string, string>();
   const placed = new Map<string, CustomerChange>();
   if (customers.length > 0) {
@@ -401,6 +410,7 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     const locked = (await m.query(q.lockCustomers, [customers.map((c) => c.app_id), customers.map((c) => c.name)])) as LockedCustomer[];
     const before = new Map(locked.map((r) => [key2(r.app_id, r.application_username), r.first_seen_at]));
     for (const r of locked) {
+      storedDigests.set(key2(r.app_id, r.application_username), r.grants_digest === null ? null : BigInt(r.grants_digest));
       storedFacts.set(key2(r.app_id, r.application_username), {
         transactionCount: r.transaction_count,
         lastPurchaseDate: r.last_purchase_date,
@@ -458,8 +468,9 @@ async function writeChanges(m: EntityManager, schema: string, changes: RowChange
     const added = receipts.flatMap((r) => appended.get(r) ?? []);
     if (added.length === 0) continue; // only stale snapshots or losing links: nothing it owns changed
     const next = extendSummary(facts, added);
+    const digest = storedDigests.get(k) ?? null;
     if (next === undefined) rederive.push(c);
-    else extended.push({ ...c, facts: next });
+    else extended.push({ ...c, facts: next, grantsDigest: digest === null ? null : grantsDigest(added, digest) });
   }
   // Only a new row, a stored summary or an earlier first-seen day can move a customer's counts.
   const moved: CustomerChange[] = [...placed.values()].filter((c) => c.before === undefined || c.before.firstSeenDay !== c.after?.firstSeenDay);
@@ -526,6 +537,8 @@ type LockedCustomer = {
   current_product_id: string | null;
   grace_from: string | null;
   billing_retry: boolean;
+  /** bigint, as text */
+  grants_digest: string | null;
 };
 
 /** A reason may quote what was refused; dead-lettering must not fail on the same content. */

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
-import { summarizeCustomer, type CustomerFacts, type LifecycleTransaction } from '../customers/customer-summary.js';
+import { grantsDigest, type EntitlementTransaction } from '../customers/customer-entitlements.js';
+import { summarizeCustomer, type CustomerFacts } from '../customers/customer-summary.js';
 import type { TransactionRow } from './project-events.js';
 import { customerSummarySql } from './customer-summary.sql.js';
 import { recountCustomerCellsSql } from './customer-cells.js';
@@ -27,6 +28,9 @@ type TransactionFacts = Pick<
   | 'cancelation_reason'
   | 'last_renewal_date'
   | 'renewal_intent'
+  | 'purchase_date'
+  | 'renewal_date'
+  | 'is_consumed'
 >;
 
 const key = (appId: string, name: string) => `${appId}\u0000${name}`;
@@ -38,13 +42,16 @@ const key = (appId: string, name: string) => `${appId}\u0000${name}`;
  */
 export type BatchWrites = { byReceipt: ReadonlyMap<string, readonly TransactionRow[]>; keys: ReadonlySet<string>; partial: readonly string[] };
 
-/** A customer's summary as stored. */
-export type StoredSummary = CustomerKey & { facts: CustomerFacts };
+/**
+ * A customer's summary as stored, with the sum its entitlements' facts hash to (grantsDigest; null:
+ * not known, as on a row from before it was kept).
+ */
+export type StoredSummary = CustomerKey & { facts: CustomerFacts; grantsDigest: bigint | null };
 /** A summary the caller derived without reading the customer's transactions (extendSummary). */
 export type ExtendedSummary = StoredSummary;
 
-/** What the rules read of a transaction row, in the projection's row image. */
-export const lifecycleOf = (t: TransactionFacts): LifecycleTransaction => ({
+/** What the rules (the lifecycle's and the entitlements') read of a transaction row, in the projection's row image. */
+export const lifecycleOf = (t: TransactionFacts): EntitlementTransaction => ({
   transactionId: t.transaction_id,
   receiptId: t.receipt_id,
   purchaseId: t.purchase_id,
@@ -61,6 +68,9 @@ export const lifecycleOf = (t: TransactionFacts): LifecycleTransaction => ({
   cancelationReason: t.cancelation_reason,
   lastRenewalDate: t.last_renewal_date,
   renewalIntent: t.renewal_intent,
+  purchaseDate: t.purchase_date,
+  renewalDate: t.renewal_date,
+  isConsumed: t.is_consumed,
 });
 
 /**
@@ -89,7 +99,7 @@ export async function refreshSummaries(
         )) as (Partial<TransactionFacts> & OwnedReceipt)[]);
 
   const receiptIds = new Map<string, string[]>();
-  const owned = new Map<string, LifecycleTransaction[]>();
+  const owned = new Map<string, EntitlementTransaction[]>();
   for (const r of rows) {
     const k = key(r.app_id, r.application_username);
     const receipts = receiptIds.get(k) ?? [];
@@ -105,12 +115,13 @@ export async function refreshSummaries(
   const stored: (StoredSummary & { receipt_ids?: string[] })[] = [
     ...customers.map((c) => {
       const k = key(c.app_id, c.name);
-      return { ...c, facts: summarizeCustomer(owned.get(k) ?? []), receipt_ids: receiptIds.get(k) ?? [] };
+      const transactions = owned.get(k) ?? [];
+      return { ...c, facts: summarizeCustomer(transactions), grantsDigest: grantsDigest(transactions), receipt_ids: receiptIds.get(k) ?? [] };
     }),
     // receipt_ids left out (undefined): the stored list stays
-    ...extended.map((e) => ({ app_id: e.app_id, name: e.name, facts: e.facts })),
+    ...extended.map((e) => ({ app_id: e.app_id, name: e.name, facts: e.facts, grantsDigest: e.grantsDigest })),
   ];
-  const summaries = stored.map(({ app_id, name, facts, receipt_ids }) => ({
+  const summaries = stored.map(({ app_id, name, facts, grantsDigest, receipt_ids }) => ({
     app_id,
     application_username: name,
     receipt_ids,
@@ -122,6 +133,8 @@ export async function refreshSummaries(
     current_product_id: facts.productId,
     grace_from: facts.graceFrom,
     billing_retry: facts.billingRetry,
+    // text: a JSON number would lose the low bits
+    grants_digest: grantsDigest === null ? null : String(grantsDigest),
   }));
   await m.query(q.store, [JSON.stringify(summaries)]);
   return stored;

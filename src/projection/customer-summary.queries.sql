@@ -13,7 +13,8 @@ SELECT r.app_id, r.application_username, r.receipt_id, t.*
              to_char(t.grace_period_expiration_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS grace_period_expiration_date,
              to_char(t.revocation_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS revocation_date,
              t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
-             to_char(t.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_renewal_date, t.renewal_intent
+             to_char(t.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_renewal_date, t.renewal_intent,
+             to_char(t.purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS purchase_date, to_char(t.renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS renewal_date, t.is_consumed
       FROM read_model.transactions t WHERE t.app_id = r.app_id AND t.receipt_id = r.receipt_id
       
     ) t ON true
@@ -30,7 +31,8 @@ SELECT r.app_id, r.application_username, r.receipt_id, t.*
              to_char(t.grace_period_expiration_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS grace_period_expiration_date,
              to_char(t.revocation_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS revocation_date,
              t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
-             to_char(t.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_renewal_date, t.renewal_intent
+             to_char(t.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_renewal_date, t.renewal_intent,
+             to_char(t.purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS purchase_date, to_char(t.renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS renewal_date, t.is_consumed
       FROM read_model.transactions t WHERE t.app_id = r.app_id AND t.receipt_id = r.receipt_id
       AND (t.xmin <> pg_current_xact_id()::xid OR t.transaction_id = ANY($3::text[]))
     ) t ON true
@@ -42,10 +44,11 @@ UPDATE read_model.customers c SET
       transaction_count = s.transaction_count,
       last_purchase_date = s.last_purchase_date, expiration_date = s.expiration_date,
       last_renewal_date = s.last_renewal_date, renewal_intent = s.renewal_intent,
-      current_product_id = s.current_product_id, grace_from = s.grace_from, billing_retry = s.billing_retry
+      current_product_id = s.current_product_id, grace_from = s.grace_from, billing_retry = s.billing_retry,
+      grants_digest = s.grants_digest::bigint
     FROM json_to_recordset($1::json) AS s(app_id text, application_username text, receipt_ids json, transaction_count int,
       last_purchase_date timestamptz, expiration_date timestamptz, last_renewal_date timestamptz, renewal_intent text,
-      current_product_id text, grace_from timestamptz, billing_retry boolean)
+      current_product_id text, grace_from timestamptz, billing_retry boolean, grants_digest text)
     WHERE c.app_id = s.app_id AND c.application_username = s.application_username;
 
 -- customerSummarySql.keysAfter

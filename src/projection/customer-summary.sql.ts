@@ -22,7 +22,8 @@ const owned = (schema: string, besidesOwnWrites: boolean) => `
              ${iso('t.grace_period_expiration_date')} AS grace_period_expiration_date,
              ${iso('t.revocation_date')} AS revocation_date,
              t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
-             ${iso('t.last_renewal_date')} AS last_renewal_date, t.renewal_intent
+             ${iso('t.last_renewal_date')} AS last_renewal_date, t.renewal_intent,
+             ${iso('t.purchase_date')} AS purchase_date, ${iso('t.renewal_date')} AS renewal_date, t.is_consumed
       FROM ${schema}.transactions t WHERE t.app_id = r.app_id AND t.receipt_id = r.receipt_id
       ${besidesOwnWrites ? 'AND (t.xmin <> pg_current_xact_id()::xid OR t.transaction_id = ANY($3::text[]))' : ''}
     ) t ON true
@@ -39,10 +40,11 @@ export const customerSummarySql = (schema: string) => ({
       transaction_count = s.transaction_count,
       last_purchase_date = s.last_purchase_date, expiration_date = s.expiration_date,
       last_renewal_date = s.last_renewal_date, renewal_intent = s.renewal_intent,
-      current_product_id = s.current_product_id, grace_from = s.grace_from, billing_retry = s.billing_retry
+      current_product_id = s.current_product_id, grace_from = s.grace_from, billing_retry = s.billing_retry,
+      grants_digest = s.grants_digest::bigint
     FROM json_to_recordset($1::json) AS s(app_id text, application_username text, receipt_ids json, transaction_count int,
       last_purchase_date timestamptz, expiration_date timestamptz, last_renewal_date timestamptz, renewal_intent text,
-      current_product_id text, grace_from timestamptz, billing_retry boolean)
+      current_product_id text, grace_from timestamptz, billing_retry boolean, grants_digest text)
     WHERE c.app_id = s.app_id AND c.application_username = s.application_username`,
 
   /** A page of customer keys after ($1, $2), for re-deriving every summary in bounded chunks. */

@@ -3,6 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { decodeCursor, encodeCursor, type ChangeCursor } from '../change-feed/change-cursor.js';
 import { readChanges, type ChangePage, type RunQuery } from '../change-feed/read-changes.js';
 import { deletionEntry } from '../customers/list-customer-changes/list-customer-changes.handler.js';
+import { addEntitlements } from '../customers/list-customers/add-entitlements.js';
 import { toSummaries } from '../customers/list-customers/list-customers.handler.js';
 import { CUSTOMER_COLUMNS, type CustomerRow } from '../customers/list-customers/list-customers.sql.js';
 import { transactionDeletionEntry } from '../transactions/list-transaction-changes/list-transaction-changes.handler.js';
@@ -81,11 +82,15 @@ async function queueForEndpoint(m: EntityManager, id: string, now: () => Date, p
   const at = now();
   const items: Queued[] = [];
   const registered = new Date(endpoint.created_at).getTime() - DELETIONS_BEFORE_REGISTRATION_MS;
-  customers.rows.slice(0, takeCustomers).forEach((row, i) => {
+  const summaries = customers.rows
+    .slice(0, takeCustomers)
+    .map((row, i) => (customers.deleted[i] !== undefined ? deletionEntry(customers.positions[i].key) : toSummaries([row], at)[0]));
+  // in this transaction's snapshot, as the feed page itself
+  await addEntitlements(run, endpoint.app_id, summaries, at);
+  summaries.forEach((data, i) => {
     const { position, key } = customers.positions[i];
     const deletedAt = customers.deleted[i];
     if (deletedAt !== undefined && Date.parse(deletedAt) < registered) return;
-    const data = deletedAt !== undefined ? deletionEntry(key) : toSummaries([row], at)[0];
     items.push({
       position: BigInt(position),
       type: deletedAt !== undefined ? 'customer.deleted' : 'customer.updated',

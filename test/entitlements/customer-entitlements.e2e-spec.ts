@@ -3,6 +3,9 @@ import type { Clock } from '../../src/common/clock.js';
 import { startTestApp, type TestApp } from '../utils/app.js';
 import { createTestDatabase, type TestDatabase } from '../utils/database.js';
 import { project, txEvent } from '../utils/events.js';
+import { drainFeed, type Row } from '../utils/change-feed.js';
+import { queueChanges } from '../../src/webhooks/queue-changes.js';
+import { addEndpoint } from '../../src/webhooks/webhook-endpoints.js';
 
 jest.setTimeout(120_000);
 
@@ -328,6 +331,62 @@ describe('customerInfo.entitlements (e2e: HTTP, real PostgreSQL)', () => {
       for (const row of filtered) expect(row.customerInfo.entitlements).toEqual(named[row.applicationUsername]);
       expect(filtered.map((r) => r.applicationUsername).sort()).toEqual(['dora', 'fran', 'gina', 'gus', 'rita', 'uma']);
       expect(named.gina).toEqual(await entitlements('gina'));
+    });
+
+    it('an entitlement that ends by an event moves the customer in the change feed and in webhooks, with its entries; a change it does not read moves nobody', async () => {
+      clock.at = new Date('2026-10-15T12:00:00.000Z');
+      const settings = { ...api.config.webhooks, allowHosts: ['127.0.0.1'] };
+      const txReader = api.token(app, ['transactions:read']);
+      const endpoint = await addEndpoint(db.dataSource, settings, { appId: app, url: 'http://127.0.0.1:9/hook' });
+      const queued = async () => {
+        await queueChanges(db.dataSource, () => clock.at);
+        return (
+          (await db.dataSource.query(`SELECT event_type, payload FROM public.webhook_deliveries WHERE endpoint_id = $1 ORDER BY id`, [endpoint.id])) as {
+            event_type: string;
+            payload: string | { data: Row };
+          }[]
+        ).map((d) => ({ type: d.event_type, data: (typeof d.payload === 'string' ? JSON.parse(d.payload) : d.payload).data as Row }));
+      };
+      let customers = await drainFeed(api, reader, 'customers', '0', new Map());
+      let transactions = await drainFeed(api, txReader, 'transactions', '0', new Map());
+      const before = (await queued()).length;
+      const gus = await info('gus');
+
+      // acknowledged: a fact no entitlement reads, of gus's pro subscription (not the current one: the add-on ends later)
+      const pro = {
+        transactionId: 'apple:gus-pro',
+        receiptId: 'apple:r-gus',
+        purchaseId: 'apple:p-gus-pro',
+        productId: 'apple:pro_monthly',
+        purchaseDate: T('2026-10-04'),
+        expirationDate: T('2026-11-04'),
+      };
+      await project(db.dataSource, [tx('2026-10-06', { ...pro, isAcknowledged: true })]);
+      const quiet = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
+      customers = await drainFeed(api, reader, 'customers', customers, quiet.customers);
+      transactions = await drainFeed(api, txReader, 'transactions', transactions, quiet.transactions);
+      expect([...quiet.transactions.keys()]).toEqual(['apple:gus-pro']);
+      expect([...quiet.customers.keys()]).toEqual([]);
+      expect((await queued()).slice(before).map((d) => d.type)).toEqual(['transaction.updated']);
+
+      // refunded: pro ends; gus's summary (the add-on) is unchanged, the customer moves all the same
+      await project(db.dataSource, [
+        tx('2026-10-07', { ...pro, isAcknowledged: true, revocationDate: T('2026-10-07'), isExpired: true, renewalIntent: 'Lapse' }),
+      ]);
+      expect(await info('gus')).toMatchObject({ expirationDate: gus.expirationDate, lastPurchaseDate: gus.lastPurchaseDate, renewalIntent: gus.renewalIntent });
+      const moved = { customers: new Map<string, Row>(), transactions: new Map<string, Row>() };
+      await drainFeed(api, reader, 'customers', customers, moved.customers);
+      await drainFeed(api, txReader, 'transactions', transactions, moved.transactions);
+      expect([...moved.customers.keys()]).toEqual(['gus']);
+      const ended = [
+        { identifier: 'addon', isActive: true, productId: 'apple:addon_yearly' },
+        { identifier: 'pro', isActive: false, productId: 'apple:pro_monthly', expirationDate: '2026-10-07T00:00:00.000Z' },
+      ];
+      expect((moved.customers.get('gus')!.customerInfo as { entitlements: unknown }).entitlements).toMatchObject(ended);
+      const sent = (await queued()).slice(before + 1);
+      expect(sent.map((d) => d.type).sort()).toEqual(['customer.updated', 'transaction.updated']);
+      const customerUpdated = sent.find((d) => d.type === 'customer.updated')!;
+      expect(customerUpdated.data).toMatchObject({ applicationUsername: 'gus', customerInfo: { entitlements: ended } });
     });
 
     it('another application reads none of these definitions', async () => {

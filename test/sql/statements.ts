@@ -168,7 +168,7 @@ export const MODULES: Record<string, ModuleInputs> = {
   },
   'src/change-feed/change-positions.sql.ts': {
     // fragments of the statements below and of changesSql
-    notStatements: ['VISIBLE_COLUMNS', 'FEED_TABLES', 'KEY_COLUMN', 'shownRow', 'CURRENT_XID', 'OLDEST_RUNNING', 'HIGH_WATER'],
+    notStatements: ['VISIBLE_COLUMNS', 'FEED_TABLES', 'KEY_COLUMN', 'shownRow', 'sameShown', 'CURRENT_XID', 'OLDEST_RUNNING', 'HIGH_WATER'],
     cases: {
       stampFunctionSql: TABLES,
       installStampTriggerSql: FEED_TABLES.flatMap((t): Cases => [

@@ -3,11 +3,13 @@ import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { readFeedPage, type Feed } from '../../change-feed/feed-page.js';
+import { onPool } from '../../change-feed/read-changes.js';
 import { cursorSigner, type CursorSigner } from '../../change-feed/signed-cursor.js';
 import { Clock } from '../../common/clock.js';
 import type { Page } from '../../common/paging.js';
 import { ReadReplicas } from '../../database/read-replicas.js';
 import type { CustomerSummary } from '../customer.schema.js';
+import { addEntitlements } from '../list-customers/add-entitlements.js';
 import { toSummaries } from '../list-customers/list-customers.handler.js';
 import { CUSTOMER_COLUMNS, type CustomerRow } from '../list-customers/list-customers.sql.js';
 import { ListCustomerChangesQuery } from './list-customer-changes.query.js';
@@ -34,6 +36,7 @@ export class ListCustomerChangesHandler implements IQueryHandler<ListCustomerCha
     const { page, total, next } = await readFeedPage<CustomerRow>(this.reads.pick(), this.cursors, CUSTOMERS_FEED, query.appId, query.after, query.limit);
     const now = this.clock.now();
     const rows = page.rows.map((row, i) => (page.deleted[i] ? deletionEntry(page.positions[i].key) : toSummaries([row], now)[0]));
+    await addEntitlements(onPool(this.reads.pick()), query.appId, rows, now);
     return { rows, paging: { skip: 0, limit: query.limit, total, next } };
   }
 }

@@ -1,10 +1,10 @@
 import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { Clock } from '../../common/clock.js';
 import { dayStart } from '../../common/day-index.js';
+import { onPool } from '../../change-feed/read-changes.js';
 import { preparedQuery, type Queryable } from '../../database/prepared.js';
 import { ReadReplicas } from '../../database/read-replicas.js';
 import type { Page } from '../../common/paging.js';
-import { customerEntitlements, type EntitlementTransaction } from '../customer-entitlements.js';
 import { customerInfo } from '../customer-info.js';
 import type { CustomerSummary } from '../customer.schema.js';
 import { ListCustomersQuery } from './list-customers.query.js';
@@ -19,7 +19,7 @@ import {
   type FilteredPageStartRow,
   type PageStartRow,
 } from './list-customers.sql.js';
-import { customerEntitlementsSql } from './customer-entitlements.sql.js';
+import { addEntitlements } from './add-entitlements.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
@@ -57,30 +57,9 @@ export function toSummaries(rows: CustomerRow[], now: Date): CustomerSummary[] {
   return rows.map((row) => ({ applicationUsername: row.applicationUsername, customerInfo: customerInfo(row, now), receiptIds: row.receiptIds }));
 }
 
-type EntitlementRow = EntitlementTransaction & { applicationUsername: string; entitlements: string[] };
-
-/**
- * The page's summaries with customerInfo.entitlements: one more statement for the whole page (the
- * page's customers' transactions, with what their products grant now), decided at `now`.
- */
+/** The page's summaries with customerInfo.entitlements (addEntitlements), decided at `now`. */
 async function withEntitlements(db: Queryable, appId: string, rows: CustomerRow[], now: Date): Promise<CustomerSummary[]> {
   const summaries = toSummaries(rows, now);
-  if (rows.length === 0) return summaries;
-  const found = await preparedQuery<EntitlementRow>(db, 'customer-entitlements', customerEntitlementsSql, [appId, rows.map((r) => r.applicationUsername)]);
-  if (found.length === 0) return summaries;
-  const byCustomer = new Map<string, EntitlementRow[]>();
-  const grants = new Map<string, string[]>();
-  for (const t of found) {
-    const list = byCustomer.get(t.applicationUsername) ?? [];
-    byCustomer.set(t.applicationUsername, list);
-    list.push(t);
-    grants.set(t.productId, t.entitlements);
-  }
-  for (const s of summaries) {
-    const transactions = byCustomer.get(s.applicationUsername);
-    if (!transactions) continue;
-    const entitlements = customerEntitlements(transactions, (productId) => grants.get(productId) ?? [], now);
-    if (entitlements.length > 0) s.customerInfo.entitlements = entitlements;
-  }
+  await addEntitlements(onPool(db), appId, summaries, now);
   return summaries;
 }

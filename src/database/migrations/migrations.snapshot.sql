@@ -938,6 +938,60 @@ CREATE TABLE public.entitlement_products (
 
 CREATE INDEX entitlement_products_product_idx ON public.entitlement_products (app_id, product_id);
 
+-- EntitlementChanges1766600000000 up
+
+UPDATE public.rebuilds SET status = 'aborted', finished_at = now(),
+             report = '{"reason": "read-model schema upgraded (migration EntitlementChanges1766600000000); start the rebuild again"}'
+      WHERE status = 'running';
+
+DROP SCHEMA IF EXISTS read_model_next CASCADE;
+
+DROP SCHEMA IF EXISTS read_model_verify CASCADE;
+
+ALTER TABLE read_model.customers ADD COLUMN grants_digest bigint;
+
+ALTER TABLE read_model.customers ALTER COLUMN grants_digest SET DEFAULT 0;
+
+CREATE OR REPLACE FUNCTION public.stamp_customers_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_ARGV[0] = 'live' THEN
+        IF TG_OP = 'UPDATE' AND ((NEW.receipt_ids, NEW.transaction_count, NEW.last_purchase_date, NEW.expiration_date, NEW.last_renewal_date, NEW.renewal_intent) IS NOT DISTINCT FROM (OLD.receipt_ids, OLD.transaction_count, OLD.last_purchase_date, OLD.expiration_date, OLD.last_renewal_date, OLD.renewal_intent) AND (NEW.grants_digest IS NULL OR OLD.grants_digest IS NULL OR NEW.grants_digest = OLD.grants_digest)) THEN
+          RETURN NEW;
+        END IF;
+        NEW.change_position := pg_current_xact_id()::text::bigint;
+      ELSIF TG_ARGV[0] = 'generation' THEN
+        NEW.change_position := (
+          SELECT l.change_position FROM read_model.customers l
+          WHERE l.app_id = NEW.app_id AND l.application_username = NEW.application_username AND ((l.receipt_ids, l.transaction_count, l.last_purchase_date, l.expiration_date, l.last_renewal_date, l.renewal_intent) IS NOT DISTINCT FROM (NEW.receipt_ids, NEW.transaction_count, NEW.last_purchase_date, NEW.expiration_date, NEW.last_renewal_date, NEW.renewal_intent) AND (l.grants_digest IS NULL OR NEW.grants_digest IS NULL OR l.grants_digest = NEW.grants_digest)));
+      ELSE
+        NEW.change_position := NULL;
+      END IF;
+      RETURN NEW;
+    END $$;
+
+INSERT INTO public.pending_rederivations VALUES ('customer_summaries', $1) ON CONFLICT DO NOTHING;
+
+-- EntitlementChanges1766600000000 down
+
+CREATE OR REPLACE FUNCTION public.stamp_customers_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_ARGV[0] = 'live' THEN
+        IF TG_OP = 'UPDATE' AND (NEW.receipt_ids, NEW.transaction_count, NEW.last_purchase_date, NEW.expiration_date, NEW.last_renewal_date, NEW.renewal_intent) IS NOT DISTINCT FROM (OLD.receipt_ids, OLD.transaction_count, OLD.last_purchase_date, OLD.expiration_date, OLD.last_renewal_date, OLD.renewal_intent) THEN
+          RETURN NEW;
+        END IF;
+        NEW.change_position := pg_current_xact_id()::text::bigint;
+      ELSIF TG_ARGV[0] = 'generation' THEN
+        NEW.change_position := (
+          SELECT l.change_position FROM read_model.customers l
+          WHERE l.app_id = NEW.app_id AND l.application_username = NEW.application_username AND (l.receipt_ids, l.transaction_count, l.last_purchase_date, l.expiration_date, l.last_renewal_date, l.renewal_intent) IS NOT DISTINCT FROM (NEW.receipt_ids, NEW.transaction_count, NEW.last_purchase_date, NEW.expiration_date, NEW.last_renewal_date, NEW.renewal_intent));
+      ELSE
+        NEW.change_position := NULL;
+      END IF;
+      RETURN NEW;
+    END $$;
+
+ALTER TABLE read_model.customers DROP COLUMN grants_digest;
+
 -- Entitlements1766500000000 down
 
 DROP TABLE public.entitlement_products;
