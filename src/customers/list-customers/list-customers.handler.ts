@@ -19,7 +19,7 @@ import {
   type FilteredPageStartRow,
   type PageStartRow,
 } from './list-customers.sql.js';
-import { addEntitlements } from './add-entitlements.js';
+import { addEntitlements, applyEntitlements, readGrantingTransactions } from './add-entitlements.js';
 
 @QueryHandler(ListCustomersQuery)
 export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
@@ -33,9 +33,15 @@ export class ListCustomersHandler implements IQueryHandler<ListCustomersQuery> {
     const now = this.clock.now();
     const db = this.reads.pick();
     if (query.usernames) {
+      // the names are known before the rows: both statements at once, the lookup waits for one round trip
       const { name, sql, params } = customersByNameSql(query, now);
-      const rows = await preparedQuery<CustomerRow>(db, name, sql, params);
-      return { rows: await withEntitlements(db, query.appId, rows, now), paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
+      const [rows, granting] = await Promise.all([
+        preparedQuery<CustomerRow>(db, name, sql, params),
+        readGrantingTransactions(onPool(db), query.appId, query.usernames),
+      ]);
+      const summaries = toSummaries(rows, now);
+      applyEntitlements(summaries, granting, now);
+      return { rows: summaries, paging: { skip: 0, limit: query.usernames.length, total: rows.length } };
     }
     if (hasFilters(query.filters)) {
       const start = filteredPageStartSql(query, now);
