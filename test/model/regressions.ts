@@ -255,3 +255,32 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     batchSizes: [],
   },
 ];
+
+/**
+ * Histories where the service disagrees with docs/entitlements.md and the model (not fixed here:
+ * reported). Each runs as a test expected to fail until the service follows the docs.
+ */
+export const KNOWN_DISAGREEMENTS: { name: string; spec: HistorySpec; arrival: number; batchSizes: number[] }[] = [
+  {
+    // Found by seed 236429118 (MODEL_RUNS=60). An Apple yearly replaced by another transaction of its
+    // own subscription (a crossgrade to plus, rule 2: not by its own flags) grants until that
+    // replacement; the service ends it at the renewal of the customer's unrelated, older Google yearly.
+    name: 'an Apple yearly replaced by its crossgrade keeps its grant until then, whatever an unrelated Google renewal does',
+    spec: {
+      customers: [
+        {
+          user: 1,
+          app: 0,
+          purchases: [
+            monthly({ platform: 'google', product: 'yearly', startDay: 14, steps: ['renewal-with-original-user'] }),
+            monthly({ product: 'yearly', startDay: 312, steps: ['upgrade-new-transaction'] }),
+          ],
+        },
+      ],
+      redeliver: [],
+      definitions: [{ app: 0, initial: [{ name: 'pro', products: ['apple:yearly'] }], changes: [] }],
+    },
+    arrival: 0,
+    batchSizes: [],
+  },
+];
