@@ -7,6 +7,8 @@ import type { RawEvent } from './reference-model.js';
 // moving between receipts, corrected dates, stale snapshots, sandbox, consumables, several apps,
 // and customer erasures (by name or by keyed hash, at an event's exact time or between events),
 // with the erased username used again afterwards (docs/privacy.md: a re-signup is a new customer).
+// Each history also carries the entitlements its apps define (docs/entitlements.md) over the
+// products the generator sells, and changes made to them after a first comparison.
 
 const DAY = 86_400_000;
 // In the past: events timed in the future are refused (future_time), as they should be.
@@ -62,8 +64,19 @@ export type ErasureSpec = {
  * conflicts: [i, k] publishes event i again with its id and time but other data (variant k): two
  * events of one version, which the content digest decides (docs/events/README.md, "Ordering rules").
  */
+/**
+ * An app's entitlement definitions: `initial` PUT before the first comparison, then `changes` made
+ * in order before comparing again (products: a PUT replacing the list; null: a DELETE, answered 404
+ * when the name is not defined).
+ */
+export type DefinitionsSpec = {
+  app: number;
+  initial: { name: string; products: string[] }[];
+  changes: { name: string; products: string[] | null }[];
+};
 export type HistorySpec = {
   customers: CustomerSpec[];
+  definitions?: DefinitionsSpec[];
   redeliver: number[];
   reuseIds?: [number, number][];
   conflicts?: [number, number][];
@@ -105,6 +118,23 @@ const purchase: fc.Arbitrary<PurchaseSpec> = fc.record({
   steps: fc.array(step, { maxLength: 7 }),
 });
 
+/**
+ * What a definition may list: every product the generator sells, subscriptions of both stores
+ * (monthly, yearly and the plus an Apple crossgrade moves to), one-time purchases (the lifetime
+ * unlock, the consumed coins) and a product nobody buys.
+ */
+export const ENTITLEMENT_PRODUCTS = ['apple', 'google']
+  .flatMap((p) => ['monthly', 'yearly', 'plus', 'lifetime', 'coins'].map((n) => `${p}:${n}`))
+  .concat('apple:unsold');
+const entitlementName = fc.constantFrom('pro', 'plus', 'Pro', 'max-2', 'lifetime.v1');
+const productList = fc.uniqueArray(fc.constantFrom(...ENTITLEMENT_PRODUCTS), { minLength: 1, maxLength: 3 });
+const definitionsOf = (app: number): fc.Arbitrary<DefinitionsSpec> =>
+  fc.record({
+    app: fc.constant(app),
+    initial: fc.uniqueArray(fc.record({ name: entitlementName, products: productList }), { selector: (d) => d.name, maxLength: 4 }),
+    changes: fc.array(fc.record({ name: entitlementName, products: fc.option(productList, { nil: null, freq: 3 }) }), { minLength: 1, maxLength: 4 }),
+  });
+
 export const historyArbitrary: fc.Arbitrary<HistorySpec> = fc.record({
   // few users and two apps, so restores and moves land on customers that exist
   customers: fc.array(
@@ -114,6 +144,8 @@ export const historyArbitrary: fc.Arbitrary<HistorySpec> = fc.record({
       maxLength: 5,
     },
   ),
+  // both apps' definitions; initial ones may be none
+  definitions: fc.tuple(definitionsOf(0), definitionsOf(1)),
   // indexes (mod the event count) of events delivered twice
   redeliver: fc.array(fc.nat(), { maxLength: 6 }),
   reuseIds: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 3 }),
@@ -182,6 +214,8 @@ export function expandHistory(spec: HistorySpec, tag: string, hash?: UsernameHas
           if (s === 'refund')
             emit(app, 'transaction.updated', start + 3 * DAY, { ...data, revocationDate: iso(start + 3 * DAY), cancelationReason: 'Customer' });
           if (s === 'stale-snapshot') emit(app, 'transaction.updated', start + 500, { ...data, quantity: 99 });
+          // Google's cancelled one-time purchase: the store says it expired, without a revocation
+          if (s === 'expire-early' && p.platform === 'google') emit(app, 'transaction.updated', start + 5 * DAY, { ...data, isExpired: true });
           // Apple REFUND_PRORATED (revocationPercentage 25000), Google a voided unit of several
           if (s === 'partial-refund')
             emit(app, 'transaction.updated', start + 4 * DAY, {

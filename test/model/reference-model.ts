@@ -11,6 +11,10 @@
 // dated at or before that username's latest customer.erased names no one. Its link still competes
 // for the receipt, but when it wins the receipt has no owner; it is no sighting. Transactions stay.
 // A later event naming the same username starts a new customer, first seen then.
+//
+// Entitlements, from docs/entitlements.md ("On customers", "What grants an entitlement") alone: the
+// application's current definitions (set with `define`, removed with `undefine`) read over the
+// same owned transactions at the request's instant; see `entitlementsOf`.
 
 import { createHash } from 'node:crypto';
 
@@ -121,6 +125,8 @@ export class ReferenceModel {
   private readonly transactions: ModelTransaction[] = [];
   private readonly owners = new Map<string, string>(); // app \0 receiptId -> username
   private readonly customers = new Map<string, { app: string; name: string; firstSeen: number }>();
+  /** Per app, the entitlements defined now: name -> the products that grant it. */
+  private readonly definitions = new Map<string, Map<string, string[]>>();
 
   /** `hash`: the keyed hash of docs/privacy.md, to match erasures that carry usernameHash. */
   constructor(events: readonly RawEvent[], hash?: (app: string, username: string) => string) {
@@ -294,6 +300,44 @@ export class ReferenceModel {
     return this.transactions.filter((t) => t.app === c.app && receiptIds.includes(t.data.receiptId as string));
   }
 
+  /** PUT /v2/entitlements/{name}: the products listed replace those listed before. */
+  define(app: string, name: string, productIds: readonly string[]): void {
+    const own = this.definitions.get(app) ?? new Map<string, string[]>();
+    own.set(name, [...new Set(productIds)]);
+    this.definitions.set(app, own);
+  }
+
+  /** DELETE /v2/entitlements/{name}; false when the app defines no such entitlement (404). */
+  undefine(app: string, name: string): boolean {
+    return this.definitions.get(app)?.delete(name) ?? false;
+  }
+
+  /** GET /v2/entitlements: by identifier, products in byte order. */
+  entitlementDefinitions(app: string) {
+    const own = [...(this.definitions.get(app) ?? new Map<string, string[]>())];
+    return {
+      entitlements: own.sort(([a], [b]) => compareIds(a, b)).map(([identifier, productIds]) => ({ identifier, productIds: [...productIds].sort(compareIds) })),
+    };
+  }
+
+  /**
+   * Where an entitlement entry of the app's customers may change with the clock alone: the grace
+   * starts (first: rarer) and access ends of every transaction of a product defined now.
+   */
+  entitlementInstants(app: string): Date[] {
+    const listed = new Set([...(this.definitions.get(app)?.values() ?? [])].flat());
+    const granting = [...this.customers.values()]
+      .filter((c) => c.app === app)
+      .flatMap((c) => {
+        const owned = this.owned(c);
+        return owned.filter((t) => listed.has(t.data.productId as string)).map((t) => ({ t, end: entitlementEnd(t, owned) }));
+      })
+      .filter(({ end }) => end !== undefined);
+    const graces = granting.flatMap(({ t }) => graceStart(t) ?? []);
+    const ends = granting.flatMap(({ end }) => (end === Infinity ? [] : [end!]));
+    return [...new Set([...graces, ...ends])].map((t) => new Date(t));
+  }
+
   customerNames(app: string): string[] {
     return [...this.customers.values()].filter((c) => c.app === app).map((c) => c.name);
   }
@@ -304,7 +348,10 @@ export class ReferenceModel {
       .map(([key]) => key.slice(c.app.length + 1))
       .sort(compareIds);
     const owned = this.transactions.filter((t) => t.app === c.app && receiptIds.includes(t.data.receiptId as string));
-    return { applicationUsername: c.name, customerInfo: customerInfo(owned, now), receiptIds };
+    const info = customerInfo(owned, now);
+    const entitlements = entitlementsOf(owned, this.definitions.get(c.app), now);
+    if (entitlements.length > 0) info.entitlements = entitlements;
+    return { applicationUsername: c.name, customerInfo: info, receiptIds };
   }
 }
 
@@ -370,6 +417,75 @@ function customerInfo(owned: ModelTransaction[], now: Date): Record<string, unkn
   if (purchases.length > 0) info.lastPurchaseDate = out(Math.max(...purchases));
   info.activeSubscriber = current !== undefined && accessEnd(current)! > now.getTime();
   return info;
+}
+
+/**
+ * docs/entitlements.md, "What grants an entitlement": until when one transaction of a listed
+ * product grants what its product grants; undefined when it never grants; Infinity for good.
+ * - pending: nothing; said consumed (isConsumed): nothing (a consumable, rule 3);
+ * - without expirationDate (a non-consumable, rule 2): for good; refunded or revoked, until its
+ *   revocationDate; said expired without a revocation, until the snapshot that said so;
+ * - with one (a subscription, rule 1): its access end by the lifecycle rules; one replaced by its
+ *   own flags ends, besides, when a subscription not replaced started after it (its transaction
+ *   date later than this one's), at the earliest such start.
+ */
+function entitlementEnd(t: ModelTransaction, owned: readonly ModelTransaction[]): number | undefined {
+  const d = t.data;
+  if (d.isPending === true) return undefined;
+  if (d.expirationDate === undefined) {
+    if (d.isConsumed === true) return undefined;
+    if (d.revocationDate !== undefined) return ms(d.revocationDate)!;
+    return d.isExpired === true ? t.snapshotTime : Infinity;
+  }
+  const end = accessEnd(t)!;
+  if (d.isUpgraded !== true && d.cancelationReason !== 'System.Replaced') return end;
+  const laterStarts = owned.filter((u) => accessEnd(u) !== undefined && !isReplaced(u) && u.date > t.date).map((u) => u.date);
+  return Math.min(end, ...laterStarts);
+}
+
+/**
+ * customerInfo.entitlements: per entitlement defined now (byte order of the names) that a
+ * transaction the customer owns ever granted, the entry of rule 5: the granting transaction giving
+ * access now with the latest access end (a lifetime first), else the one whose access ended last;
+ * ties: later transaction date, then greater transactionId.
+ */
+function entitlementsOf(owned: readonly ModelTransaction[], defined: Map<string, string[]> | undefined, now: Date): Record<string, unknown>[] {
+  if (!defined) return [];
+  const at = now.getTime();
+  const granting = owned.flatMap((t) => {
+    const end = entitlementEnd(t, owned);
+    return end === undefined ? [] : [{ t, end }];
+  });
+  return [...defined]
+    .sort(([a], [b]) => compareIds(a, b))
+    .flatMap(([identifier, productIds]) => {
+      const chosen = granting
+        .filter(({ t }) => productIds.includes(t.data.productId as string))
+        .sort((a, b) => (a.end !== b.end ? (b.end > a.end ? 1 : -1) : b.t.date - a.t.date || compareIds(b.t.transactionId, a.t.transactionId)))[0];
+      if (!chosen) return [];
+      const { t, end } = chosen;
+      const d = t.data;
+      const entry: Record<string, unknown> = { identifier, isActive: end > at };
+      if (end !== Infinity) entry.expirationDate = out(end);
+      entry.productId = d.productId;
+      entry.transactionId = t.transactionId;
+      for (const f of ['purchaseDate', 'lastRenewalDate', 'renewalDate'] as const) if (d[f] !== undefined) entry[f] = out(ms(d[f])!);
+      if (d.renewalIntent !== undefined) entry.renewalIntent = d.renewalIntent;
+      const status = statusOver(t, end, now);
+      entry.isInGracePeriod = status === 'grace_period';
+      entry.isInBillingRetry = status === 'billing_retry';
+      return [entry];
+    });
+}
+
+/** docs/api.md "Customer status" over one transaction whose access ends at `end` (not 'none': it granted). */
+function statusOver(t: ModelTransaction, end: number, now: Date): CustomerStatus {
+  const at = now.getTime();
+  if (end > at) {
+    const from = graceStart(t);
+    return from !== undefined && from <= at ? 'grace_period' : 'active';
+  }
+  return t.data.isBillingRetryPeriod === true && t.data.revocationDate === undefined && !isReplaced(t) ? 'billing_retry' : 'expired';
 }
 
 const DATE_FIELDS = new Set([
