@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { customerEntitlements, grantsDigest, type EntitlementTransaction } from './customer-entitlements.js';
 import { customerStatus } from './customer-status.js';
-import { grantingTransactions, summarizeCustomer } from './customer-summary.js';
+import { grantingTransactions, summarizeCustomer, type LifecycleTransaction } from './customer-summary.js';
 import { D, lifecycleDay, lifecycleTransaction, tx } from './lifecycle-transaction.fixture.js';
 
 // docs/entitlements.md, "What grants an entitlement", one case per rule, given / when / then, the
@@ -10,13 +10,17 @@ import { D, lifecycleDay, lifecycleTransaction, tx } from './lifecycle-transacti
 const NOW = new Date('2026-10-15T00:00:00.000Z');
 const at = (day: string) => new Date(`${day}T00:00:00.000Z`);
 
-const t = (over: Partial<EntitlementTransaction>): EntitlementTransaction => ({
-  ...tx({ transactionDate: D('2026-10-01'), expirationDate: D('2026-11-01') }),
-  purchaseDate: null,
-  renewalDate: null,
-  isConsumed: null,
-  ...over,
-});
+/** A transaction whose own snapshot says what it shows, unless `over` says otherwise. */
+const withSnapshot = <T extends LifecycleTransaction>(x: T) => ({ snapshotIsUpgraded: x.isUpgraded, snapshotCancelationReason: x.cancelationReason, ...x });
+
+const t = (over: Partial<EntitlementTransaction>): EntitlementTransaction =>
+  withSnapshot({
+    ...tx({ transactionDate: D('2026-10-01'), expirationDate: D('2026-11-01') }),
+    purchaseDate: null,
+    renewalDate: null,
+    isConsumed: null,
+    ...over,
+  });
 
 /** pro: the monthly and yearly pro products, and the lifetime unlock; max: max_monthly. */
 const DEFINITIONS: Record<string, string[]> = {
@@ -180,6 +184,83 @@ describe('customerEntitlements', () => {
     ]);
   });
 
+  it('given a Google upgrade and an older unrelated subscription renewed between, then the flagged purchase grants until the new token was bought, not until that renewal', () => {
+    const old = t({
+      transactionId: 'google:GPA.1',
+      receiptId: 'google:tok-1',
+      purchaseId: 'google:GPA.1',
+      productId: 'apple:pro_yearly',
+      transactionDate: D('2026-06-01'),
+      purchaseDate: D('2026-06-01'),
+      expirationDate: D('2027-06-01'),
+      isUpgraded: true,
+    });
+    // an unrelated subscription bought in 2025 renews on 08-01: started before the flagged one
+    const renewal = t({
+      transactionId: 'apple:o-2',
+      receiptId: 'apple:r-o',
+      purchaseId: 'apple:o',
+      productId: 'apple:other',
+      transactionDate: D('2026-08-01'),
+      purchaseDate: D('2025-08-01'),
+      expirationDate: D('2026-09-01'),
+    });
+    const upgrade = t({
+      transactionId: 'google:GPA.2',
+      receiptId: 'google:tok-2',
+      purchaseId: 'google:GPA.2',
+      productId: 'apple:basic_only_max',
+      transactionDate: D('2026-10-01'),
+      purchaseDate: D('2026-10-01'),
+      expirationDate: D('2026-11-01'),
+    });
+    const maxOnly = (productId: string) => (productId === 'apple:basic_only_max' ? ['max'] : grants(productId));
+    expect(customerEntitlements([old, renewal, upgrade], maxOnly, NOW).find((e) => e.identifier === 'pro')).toEqual({
+      ...base,
+      identifier: 'pro',
+      isActive: false,
+      productId: 'apple:pro_yearly',
+      transactionId: 'google:GPA.1',
+      purchaseDate: at('2026-06-01'),
+      expirationDate: at('2026-10-01'),
+    });
+  });
+
+  it('given a yearly replaced by a crossgrade within its subscription (not by its own flags), then it grants until the crossgrade, whatever an unrelated renewal does', () => {
+    // shown replaced (rule 2 marks it), its own snapshot says nothing of a replacement
+    const yearly = t({
+      transactionId: 'apple:y-1',
+      receiptId: 'apple:r-y',
+      purchaseId: 'apple:y',
+      productId: 'apple:pro_yearly',
+      transactionDate: D('2026-03-01'),
+      expirationDate: D('2027-03-01'),
+      isUpgraded: true,
+      cancelationReason: 'System.Replaced',
+      snapshotIsUpgraded: null,
+      snapshotCancelationReason: null,
+    });
+    const crossgrade = t({
+      transactionId: 'apple:y-2',
+      receiptId: 'apple:r-y',
+      purchaseId: 'apple:y',
+      productId: 'apple:plus',
+      transactionDate: D('2026-09-01'),
+      expirationDate: D('2026-10-01'),
+    });
+    const renewal = t({
+      transactionId: 'google:GPA.r',
+      receiptId: 'google:tok-r',
+      purchaseId: 'google:GPA.r',
+      productId: 'google:other',
+      transactionDate: D('2026-05-01'),
+      expirationDate: D('2027-05-01'),
+    });
+    expect(customerEntitlements([yearly, crossgrade, renewal], grants, NOW)).toEqual([
+      { ...base, identifier: 'pro', isActive: false, productId: 'apple:pro_yearly', transactionId: 'apple:y-1', expirationDate: at('2026-09-01') },
+    ]);
+  });
+
   it("given a one-time purchase the store says expired without a revocation (Google's cancelled purchase), then it granted until that snapshot", () => {
     const cancelled = t({
       transactionId: 'google:GPA.9',
@@ -218,7 +299,7 @@ describe('customerEntitlements against the customer summary', () => {
     // subscription is one for the whole customer.
     const history = fc
       .array(transaction, { maxLength: 6 })
-      .map((ts) => ts.map((t) => ({ ...t, isConsumed: t.expirationDate === null })))
+      .map((ts) => ts.map((t) => withSnapshot({ ...t, isConsumed: t.expirationDate === null })))
       .filter((ts) => grantingTransactions(ts).every((c) => !c.replaced));
     const instant = fc.constantFrom('2026-01-15', '2026-02-01', '2026-03-15', '2026-04-01', '2026-05-01').map((d) => new Date(`${d}T00:00:00.000Z`));
     fc.assert(
@@ -265,7 +346,7 @@ describe('grantsDigest', () => {
       renewalDate: fc.option(lifecycleDay, { nil: null }),
       isConsumed: fc.option(fc.boolean(), { nil: null }),
     })
-    .chain((extra) => lifecycleTransaction.map((t): EntitlementTransaction => ({ ...t, ...extra })));
+    .chain((extra) => lifecycleTransaction.map((t): EntitlementTransaction => withSnapshot({ ...t, ...extra })));
 
   it('is the same in any order, and extending the stored sum equals summing everything', () => {
     fc.assert(
@@ -280,7 +361,7 @@ describe('grantsDigest', () => {
   });
 
   it('changes with every field the entitlement rules read; the snapshot time only where a rule reads it', () => {
-    const base: EntitlementTransaction = { ...tx({}), purchaseDate: D('2026-01-01'), renewalDate: null, isConsumed: null };
+    const base: EntitlementTransaction = withSnapshot({ ...tx({}), purchaseDate: D('2026-01-01'), renewalDate: null, isConsumed: null });
     const changes: Partial<EntitlementTransaction>[] = [
       { transactionId: 'apple:t2' },
       { receiptId: 'apple:r2' },
@@ -300,6 +381,8 @@ describe('grantsDigest', () => {
       { purchaseDate: D('2026-01-02') },
       { renewalDate: D('2026-02-01') },
       { isConsumed: true },
+      { snapshotIsUpgraded: true },
+      { snapshotCancelationReason: 'System.Replaced' },
     ];
     const digest = grantsDigest([base]);
     for (const change of changes) expect([change, grantsDigest([{ ...base, ...change }])]).not.toEqual([change, digest]);

@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import { byteOrder } from '../common/byte-order.js';
 import { customerStatus } from './customer-status.js';
-import { grantingTransactions, latestCandidate, subscriptionFacts, type LifecycleTransaction, type SubscriptionCandidate } from './customer-summary.js';
+import {
+  grantingTransactions,
+  isReplaced,
+  latestCandidate,
+  subscriptionFacts,
+  type LifecycleTransaction,
+  type SubscriptionCandidate,
+} from './customer-summary.js';
 import type { EntitlementInfo } from './customer.schema.js';
 
 // customerInfo.entitlements (docs/entitlements.md, "What grants an entitlement"), decided when a
@@ -17,6 +24,12 @@ export type EntitlementTransaction = LifecycleTransaction & {
   renewalDate: string | null;
   /** The store says the purchase was consumed (a consumable): it never grants. */
   isConsumed: boolean | null;
+  /**
+   * What its own snapshot says of a replacement, as opposed to isUpgraded and cancelationReason as
+   * shown, which also mark a transaction another one of its subscription replaced (rule 2).
+   */
+  snapshotIsUpgraded: boolean | null;
+  snapshotCancelationReason: string | null;
 };
 
 /**
@@ -47,6 +60,8 @@ export function grantFactsHash(t: EntitlementTransaction): bigint {
     t.purchaseDate,
     t.renewalDate,
     t.isConsumed,
+    t.snapshotIsUpgraded,
+    t.snapshotCancelationReason,
   ];
   return createHash('sha256').update(JSON.stringify(read)).digest().readBigUInt64BE(0);
 }
@@ -104,17 +119,20 @@ export function customerEntitlements(transactions: readonly EntitlementTransacti
 }
 
 /**
- * Each subscription counts for what it grants, on its own: a replaced transaction (rule 2) grants
- * until its access end, cut short when a subscription that is not replaced started after it (its
- * replacement: a Google upgrade is a new purchase token, linked only by the old one's flag). An
- * unrelated subscription that started before it does not take its grant away, and what it granted
- * stays listed, held and ended, after the upgrade.
+ * Each subscription counts for what it grants, on its own: a transaction replaced by its own flags
+ * (rule 2's flags, not another transaction of its subscription, which already ends it) grants until
+ * its access end, cut short when a subscription that is not replaced started after it (its
+ * replacement: a Google upgrade is a new purchase token, linked only by the old one's flag). A
+ * subscription starts at its purchaseDate (its transaction date when it has none), so the renewal of
+ * an unrelated, older subscription does not take the grant away, and what it granted stays listed,
+ * held and ended, after the upgrade.
  */
-function supersededAt<C extends SubscriptionCandidate>(c: C, live: readonly SubscriptionCandidate[]): C {
-  if (!c.replaced) return c;
+function supersededAt(c: Candidate, live: readonly Candidate[]): Candidate {
+  const own = c.transaction;
+  if (!isReplaced({ isUpgraded: own.snapshotIsUpgraded, cancelationReason: own.snapshotCancelationReason })) return c;
   let next: string | undefined;
   for (const l of live) {
-    const start = l.transaction.transactionDate;
+    const start = l.transaction.purchaseDate ?? l.transaction.transactionDate;
     if (start > c.transaction.transactionDate && (next === undefined || start < next)) next = start;
   }
   return next !== undefined && next < c.accessEnd ? { ...c, accessEnd: next } : c;

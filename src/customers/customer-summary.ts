@@ -50,7 +50,7 @@ export type CustomerFacts = {
 const earlier = (a: string, b: string | null) => (b !== null && b < a ? b : a);
 
 /** Replaced by its own snapshot's say (isUpgraded, System.Replaced); see also `replacements`. */
-export function isReplaced(t: LifecycleTransaction): boolean {
+export function isReplaced(t: Pick<LifecycleTransaction, 'isUpgraded' | 'cancelationReason'>): boolean {
   return t.isUpgraded === true || t.cancelationReason === 'System.Replaced';
 }
 

@@ -31,6 +31,8 @@ type TransactionFacts = Pick<
   | 'purchase_date'
   | 'renewal_date'
   | 'is_consumed'
+  | 'snapshot_is_upgraded'
+  | 'snapshot_cancelation_reason'
 >;
 
 const key = (appId: string, name: string) => `${appId}\u0000${name}`;
@@ -71,6 +73,8 @@ export const lifecycleOf = (t: TransactionFacts): EntitlementTransaction => ({
   purchaseDate: t.purchase_date,
   renewalDate: t.renewal_date,
   isConsumed: t.is_consumed,
+  snapshotIsUpgraded: t.snapshot_is_upgraded,
+  snapshotCancelationReason: t.snapshot_cancelation_reason,
 });
 
 /**

@@ -14,7 +14,8 @@ SELECT r.app_id, r.application_username, r.receipt_id, t.*
              to_char(t.revocation_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS revocation_date,
              t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
              to_char(t.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_renewal_date, t.renewal_intent,
-             to_char(t.purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS purchase_date, to_char(t.renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS renewal_date, t.is_consumed
+             to_char(t.purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS purchase_date, to_char(t.renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS renewal_date, t.is_consumed,
+             t.snapshot_is_upgraded, t.snapshot_cancelation_reason
       FROM read_model.transactions t WHERE t.app_id = r.app_id AND t.receipt_id = r.receipt_id
       
     ) t ON true
@@ -32,7 +33,8 @@ SELECT r.app_id, r.application_username, r.receipt_id, t.*
              to_char(t.revocation_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS revocation_date,
              t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
              to_char(t.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_renewal_date, t.renewal_intent,
-             to_char(t.purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS purchase_date, to_char(t.renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS renewal_date, t.is_consumed
+             to_char(t.purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS purchase_date, to_char(t.renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS renewal_date, t.is_consumed,
+             t.snapshot_is_upgraded, t.snapshot_cancelation_reason
       FROM read_model.transactions t WHERE t.app_id = r.app_id AND t.receipt_id = r.receipt_id
       AND (t.xmin <> pg_current_xact_id()::xid OR t.transaction_id = ANY($3::text[]))
     ) t ON true

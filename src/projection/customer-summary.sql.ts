@@ -23,7 +23,8 @@ const owned = (schema: string, besidesOwnWrites: boolean) => `
              ${iso('t.revocation_date')} AS revocation_date,
              t.is_pending, t.is_upgraded, t.is_expired, t.is_billing_retry_period, t.cancelation_reason,
              ${iso('t.last_renewal_date')} AS last_renewal_date, t.renewal_intent,
-             ${iso('t.purchase_date')} AS purchase_date, ${iso('t.renewal_date')} AS renewal_date, t.is_consumed
+             ${iso('t.purchase_date')} AS purchase_date, ${iso('t.renewal_date')} AS renewal_date, t.is_consumed,
+             t.snapshot_is_upgraded, t.snapshot_cancelation_reason
       FROM ${schema}.transactions t WHERE t.app_id = r.app_id AND t.receipt_id = r.receipt_id
       ${besidesOwnWrites ? 'AND (t.xmin <> pg_current_xact_id()::xid OR t.transaction_id = ANY($3::text[]))' : ''}
     ) t ON true

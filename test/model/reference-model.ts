@@ -426,8 +426,8 @@ function customerInfo(owned: ModelTransaction[], now: Date): Record<string, unkn
  * - without expirationDate (a non-consumable, rule 2): for good; refunded or revoked, until its
  *   revocationDate; said expired without a revocation, until the snapshot that said so;
  * - with one (a subscription, rule 1): its access end by the lifecycle rules; one replaced by its
- *   own flags ends, besides, when a subscription not replaced started after it (its transaction
- *   date later than this one's), at the earliest such start.
+ *   own flags ends, besides, when a subscription not replaced started after it (bought, by its
+ *   purchaseDate, after this one's transaction date), at the earliest such start.
  */
 function entitlementEnd(t: ModelTransaction, owned: readonly ModelTransaction[]): number | undefined {
   const d = t.data;
@@ -439,7 +439,9 @@ function entitlementEnd(t: ModelTransaction, owned: readonly ModelTransaction[])
   }
   const end = accessEnd(t)!;
   if (d.isUpgraded !== true && d.cancelationReason !== 'System.Replaced') return end;
-  const laterStarts = owned.filter((u) => accessEnd(u) !== undefined && !isReplaced(u) && u.date > t.date).map((u) => u.date);
+  // a subscription starts when it was bought (purchaseDate; its transaction date when it has none)
+  const started = (u: ModelTransaction) => ms(u.data.purchaseDate) ?? u.date;
+  const laterStarts = owned.filter((u) => accessEnd(u) !== undefined && !isReplaced(u) && started(u) > t.date).map(started);
   return Math.min(end, ...laterStarts);
 }
 

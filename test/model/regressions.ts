@@ -233,11 +233,10 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     batchSizes: [3, 1],
   },
   {
-    // docs/entitlements.md says "cut short when a subscription not replaced started after it": read,
-    // like the service, as the other transaction's date (its charge), so the renewal of an older,
-    // unrelated subscription charged between the two cuts the grant short there, before the
-    // replacement; "started" as its purchaseDate would end it at the replacement.
-    name: 'entitlements: a subscription replaced by its flags is cut short at the next charge of any subscription not replaced (an older one renewed before its replacement)',
+    // docs/entitlements.md: "cut short when a subscription not replaced started after it", a
+    // subscription starting when it was bought (purchaseDate): the renewal of an older, unrelated
+    // subscription charged between the two does not cut the grant short.
+    name: 'entitlements: a subscription replaced by its flags is not cut short by the renewal of an older, unrelated subscription',
     spec: {
       customers: [
         {
@@ -254,17 +253,11 @@ export const REGRESSION_HISTORIES: { name: string; spec: HistorySpec; arrival: n
     arrival: 0,
     batchSizes: [],
   },
-];
-
-/**
- * Histories where the service disagrees with docs/entitlements.md and the model (not fixed here:
- * reported). Each runs as a test expected to fail until the service follows the docs.
- */
-export const KNOWN_DISAGREEMENTS: { name: string; spec: HistorySpec; arrival: number; batchSizes: number[] }[] = [
   {
-    // Found by seed 236429118 (MODEL_RUNS=60). An Apple yearly replaced by another transaction of its
-    // own subscription (a crossgrade to plus, rule 2: not by its own flags) grants until that
-    // replacement; the service ends it at the renewal of the customer's unrelated, older Google yearly.
+    // Found by seed 236429118 (MODEL_RUNS=60), when the service cut short every replaced transaction:
+    // an Apple yearly replaced by another transaction of its own subscription (a crossgrade to plus,
+    // rule 2, not by its own flags) grants until that replacement, whatever the customer's
+    // unrelated, older Google yearly's renewal does.
     name: 'an Apple yearly replaced by its crossgrade keeps its grant until then, whatever an unrelated Google renewal does',
     spec: {
       customers: [

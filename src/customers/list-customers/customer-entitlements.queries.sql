@@ -15,6 +15,7 @@ WITH d AS (
          t.is_expired AS "isExpired", t.is_billing_retry_period AS "isBillingRetryPeriod", t.cancelation_reason AS "cancelationReason",
          to_char(t.last_renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS "lastRenewalDate", t.renewal_intent AS "renewalIntent",
          to_char(t.purchase_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS "purchaseDate", to_char(t.renewal_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS "renewalDate", t.is_consumed AS "isConsumed",
+         t.snapshot_is_upgraded AS "snapshotIsUpgraded", t.snapshot_cancelation_reason AS "snapshotCancelationReason",
          coalesce(d.entitlements, '{}') AS entitlements
   FROM read_model.receipts r
   JOIN read_model.transactions t ON t.app_id = r.app_id AND t.receipt_id = r.receipt_id

@@ -19,6 +19,7 @@ export const customerEntitlementsSql = `
          t.is_expired AS "isExpired", t.is_billing_retry_period AS "isBillingRetryPeriod", t.cancelation_reason AS "cancelationReason",
          ${iso('t.last_renewal_date')} AS "lastRenewalDate", t.renewal_intent AS "renewalIntent",
          ${iso('t.purchase_date')} AS "purchaseDate", ${iso('t.renewal_date')} AS "renewalDate", t.is_consumed AS "isConsumed",
+         t.snapshot_is_upgraded AS "snapshotIsUpgraded", t.snapshot_cancelation_reason AS "snapshotCancelationReason",
          coalesce(d.entitlements, '{}') AS entitlements
   FROM read_model.receipts r
   JOIN read_model.transactions t ON t.app_id = r.app_id AND t.receipt_id = r.receipt_id
