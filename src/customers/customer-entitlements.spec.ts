@@ -226,6 +226,70 @@ describe('customerEntitlements', () => {
     });
   });
 
+  it("given an older Google subscription whose renewal order (no purchaseDate, as Google's renewals) falls between, then the flagged purchase is not cut short there", () => {
+    const flagged = t({
+      transactionId: 'google:GPA.a',
+      receiptId: 'google:tok-a',
+      purchaseId: 'google:GPA.a',
+      productId: 'apple:pro_yearly',
+      transactionDate: D('2026-05-01'),
+      purchaseDate: D('2026-05-01'),
+      expirationDate: D('2026-11-01'),
+      cancelationReason: 'System.Replaced',
+    });
+    const first = { receiptId: 'google:tok-p', purchaseId: 'google:GPA.p', productId: 'google:other' };
+    const bought = t({
+      ...first,
+      transactionId: 'google:GPA.p',
+      transactionDate: D('2026-01-01'),
+      purchaseDate: D('2026-01-01'),
+      expirationDate: D('2026-05-10'),
+    });
+    const renewed = t({ ...first, transactionId: 'google:GPA.p..4', transactionDate: D('2026-05-10'), purchaseDate: null, expirationDate: D('2026-06-10') });
+    expect(customerEntitlements([flagged, bought, renewed], grants, NOW)).toEqual([
+      {
+        ...base,
+        identifier: 'pro',
+        isActive: true,
+        productId: 'apple:pro_yearly',
+        transactionId: 'google:GPA.a',
+        purchaseDate: at('2026-05-01'),
+        expirationDate: at('2026-11-01'),
+      },
+    ]);
+  });
+
+  it('given a transaction flagged by its own snapshot and also replaced within its subscription, then it ends at that replacement, not at an unrelated purchase before it', () => {
+    const yearly = t({
+      transactionId: 'apple:y-1',
+      receiptId: 'apple:r-y',
+      purchaseId: 'apple:y',
+      productId: 'apple:pro_yearly',
+      transactionDate: D('2026-01-10'),
+      expirationDate: D('2027-01-10'),
+      isUpgraded: true,
+    });
+    const upgrade = t({
+      transactionId: 'apple:y-2',
+      receiptId: 'apple:r-y',
+      purchaseId: 'apple:y',
+      productId: 'apple:plus',
+      transactionDate: D('2026-10-01'),
+      expirationDate: D('2026-11-01'),
+    });
+    const addon = t({
+      transactionId: 'apple:a-1',
+      receiptId: 'apple:r-a',
+      purchaseId: 'apple:a',
+      productId: 'apple:addon',
+      transactionDate: D('2026-03-01'),
+      expirationDate: D('2027-03-01'),
+    });
+    expect(customerEntitlements([yearly, upgrade, addon], grants, NOW)).toEqual([
+      { ...base, identifier: 'pro', isActive: false, productId: 'apple:pro_yearly', transactionId: 'apple:y-1', expirationDate: at('2026-10-01') },
+    ]);
+  });
+
   it('given a yearly replaced by a crossgrade within its subscription (not by its own flags), then it grants until the crossgrade, whatever an unrelated renewal does', () => {
     // shown replaced (rule 2 marks it), its own snapshot says nothing of a replacement
     const yearly = t({
@@ -389,5 +453,7 @@ describe('grantsDigest', () => {
     expect(grantsDigest([{ ...base, snapshotTime: D('2026-01-20') }])).toBe(digest);
     const expired = { ...base, isExpired: true };
     expect(grantsDigest([{ ...expired, snapshotTime: D('2026-01-20') }])).not.toBe(grantsDigest([expired]));
+    // said expired again by a newer snapshot after the expiration: the end read is the expiration, unchanged
+    expect(grantsDigest([{ ...expired, snapshotTime: D('2026-03-01') }])).toBe(grantsDigest([{ ...expired, snapshotTime: D('2026-04-01') }]));
   });
 });

@@ -5,6 +5,7 @@ import {
   grantingTransactions,
   isReplaced,
   latestCandidate,
+  replacements,
   subscriptionFacts,
   type LifecycleTransaction,
   type SubscriptionCandidate,
@@ -34,7 +35,8 @@ export type EntitlementTransaction = LifecycleTransaction & {
 
 /**
  * What customerEntitlements reads of one transaction, hashed to 64 bits: every field it reads, the
- * snapshot's time only where a rule reads it (a purchase the store says expired). A customer's
+ * snapshot's time only as a rule reads it (the end of a purchase the store says expired, when
+ * earlier than its expiration), so a newer snapshot saying the same moves nobody. A customer's
  * `grantsDigest` is the sum of these over the transactions it owns, so it changes when anything its
  * entitlements could show changes, under any definitions, and a batch that only adds transactions
  * adds theirs to the stored sum without reading the others.
@@ -46,7 +48,8 @@ export function grantFactsHash(t: EntitlementTransaction): bigint {
     t.purchaseId,
     t.productId,
     t.transactionDate,
-    t.isExpired === true ? t.snapshotTime : null,
+    // the rules read the snapshot's time only as the end of a purchase the store says expired
+    t.isExpired !== true ? null : t.expirationDate !== null && t.expirationDate < t.snapshotTime ? t.expirationDate : t.snapshotTime,
     t.expirationDate,
     t.gracePeriodExpirationDate,
     t.revocationDate,
@@ -95,8 +98,10 @@ type Candidate = SubscriptionCandidate & { transaction: EntitlementTransaction; 
 export function customerEntitlements(transactions: readonly EntitlementTransaction[], grants: Grants, now: Date): EntitlementInfo[] {
   const subscriptions = grantingTransactions(transactions) as Candidate[];
   const live = subscriptions.filter((c) => !c.replaced);
+  const replacedWithin = replacements(transactions);
+  const starts = subscriptionStarts(transactions);
   const candidates: Candidate[] = [
-    ...subscriptions.map((c) => ({ ...supersededAt(c, live), lifetime: false })),
+    ...subscriptions.map((c) => ({ ...supersededAt(c, live, replacedWithin, starts), lifetime: false })),
     ...transactions
       .filter((t) => t.isPending !== true && t.expirationDate === null && t.isConsumed !== true)
       // A one-time purchase the store says expired without a revocation (Google's cancelled purchase) ends when the snapshot said so.
@@ -120,22 +125,42 @@ export function customerEntitlements(transactions: readonly EntitlementTransacti
 
 /**
  * Each subscription counts for what it grants, on its own: a transaction replaced by its own flags
- * (rule 2's flags, not another transaction of its subscription, which already ends it) grants until
- * its access end, cut short when a subscription that is not replaced started after it (its
- * replacement: a Google upgrade is a new purchase token, linked only by the old one's flag). A
- * subscription starts at its purchaseDate (its transaction date when it has none), so the renewal of
- * an unrelated, older subscription does not take the grant away, and what it granted stays listed,
- * held and ended, after the upgrade.
+ * alone (its snapshot's isUpgraded or System.Replaced; one that another transaction of its
+ * subscription replaced already ends there, rule 2) grants until its access end, cut short when a
+ * subscription that is not replaced started after it (its replacement: a Google upgrade is a new
+ * purchase token, linked only by the old one's flag). A subscription (receipt and purchase) starts
+ * at the earliest purchaseDate, else transaction date, of its transactions: Google's renewal orders
+ * carry no purchaseDate, and the renewal of an unrelated, older subscription does not take the grant
+ * away. What it granted stays listed, held and ended, after the upgrade.
  */
-function supersededAt(c: Candidate, live: readonly Candidate[]): Candidate {
+function supersededAt(
+  c: Candidate,
+  live: readonly Candidate[],
+  replacedWithin: ReadonlyMap<LifecycleTransaction, string>,
+  starts: ReadonlyMap<string, string>,
+): Candidate {
   const own = c.transaction;
-  if (!isReplaced({ isUpgraded: own.snapshotIsUpgraded, cancelationReason: own.snapshotCancelationReason })) return c;
+  if (replacedWithin.has(own) || !isReplaced({ isUpgraded: own.snapshotIsUpgraded, cancelationReason: own.snapshotCancelationReason })) return c;
   let next: string | undefined;
   for (const l of live) {
-    const start = l.transaction.purchaseDate ?? l.transaction.transactionDate;
-    if (start > c.transaction.transactionDate && (next === undefined || start < next)) next = start;
+    const start = starts.get(subscriptionOf(l.transaction))!;
+    if (start > own.transactionDate && (next === undefined || start < next)) next = start;
   }
   return next !== undefined && next < c.accessEnd ? { ...c, accessEnd: next } : c;
+}
+
+const subscriptionOf = (t: LifecycleTransaction) => `${t.receiptId}\u0000${t.purchaseId}`;
+
+/** When each subscription (receipt and purchase) began: the earliest purchaseDate, else transaction date, of its transactions. */
+function subscriptionStarts(transactions: readonly EntitlementTransaction[]): Map<string, string> {
+  const starts = new Map<string, string>();
+  for (const t of transactions) {
+    const start = t.purchaseDate ?? t.transactionDate;
+    const key = subscriptionOf(t);
+    const known = starts.get(key);
+    if (known === undefined || start < known) starts.set(key, start);
+  }
+  return starts;
 }
 
 /** Access now, as activeSubscriber decides it: the access end, at millisecond precision, is after the instant. */

@@ -426,8 +426,9 @@ function customerInfo(owned: ModelTransaction[], now: Date): Record<string, unkn
  * - without expirationDate (a non-consumable, rule 2): for good; refunded or revoked, until its
  *   revocationDate; said expired without a revocation, until the snapshot that said so;
  * - with one (a subscription, rule 1): its access end by the lifecycle rules; one replaced by its
- *   own flags ends, besides, when a subscription not replaced started after it (bought, by its
- *   purchaseDate, after this one's transaction date), at the earliest such start.
+ *   own flags alone (not replaced within its subscription) ends, besides, when a subscription not
+ *   replaced started after it (bought, by the earliest purchaseDate of its transactions, after this
+ *   one's transaction date), at the earliest such start.
  */
 function entitlementEnd(t: ModelTransaction, owned: readonly ModelTransaction[]): number | undefined {
   const d = t.data;
@@ -438,9 +439,14 @@ function entitlementEnd(t: ModelTransaction, owned: readonly ModelTransaction[])
     return d.isExpired === true ? t.snapshotTime : Infinity;
   }
   const end = accessEnd(t)!;
-  if (d.isUpgraded !== true && d.cancelationReason !== 'System.Replaced') return end;
-  // a subscription starts when it was bought (purchaseDate; its transaction date when it has none)
-  const started = (u: ModelTransaction) => ms(u.data.purchaseDate) ?? u.date;
+  // replaced within its subscription (rule 2): it ends at that replacement and no earlier
+  if (t.replacedAt !== undefined || (d.isUpgraded !== true && d.cancelationReason !== 'System.Replaced')) return end;
+  // a subscription (receipt and purchase) starts when it was bought: the earliest purchaseDate (its
+  // transaction date when it has none) of its transactions
+  const started = (u: ModelTransaction) =>
+    Math.min(
+      ...owned.filter((w) => w.data.receiptId === u.data.receiptId && w.data.purchaseId === u.data.purchaseId).map((w) => ms(w.data.purchaseDate) ?? w.date),
+    );
   const laterStarts = owned.filter((u) => accessEnd(u) !== undefined && !isReplaced(u) && started(u) > t.date).map(started);
   return Math.min(end, ...laterStarts);
 }

@@ -33,10 +33,12 @@ export class ListCustomerChangesHandler implements IQueryHandler<ListCustomerCha
   }
 
   async execute(query: ListCustomerChangesQuery): Promise<Page<CustomerSummary>> {
-    const { page, total, next } = await readFeedPage<CustomerRow>(this.reads.pick(), this.cursors, CUSTOMERS_FEED, query.appId, query.after, query.limit);
+    // one server for the page and its entitlements: another replica could be behind the page's rows
+    const db = this.reads.pick();
+    const { page, total, next } = await readFeedPage<CustomerRow>(db, this.cursors, CUSTOMERS_FEED, query.appId, query.after, query.limit);
     const now = this.clock.now();
     const rows = page.rows.map((row, i) => (page.deleted[i] ? deletionEntry(page.positions[i].key) : toSummaries([row], now)[0]));
-    await addEntitlements(onPool(this.reads.pick()), query.appId, rows, now);
+    await addEntitlements(onPool(db), query.appId, rows, now);
     return { rows, paging: { skip: 0, limit: query.limit, total, next } };
   }
 }
