@@ -12,6 +12,8 @@ import { customerInfo } from '../dist/customers/customer-info.js';
 import { dayStart } from '../dist/common/day-index.js';
 import { pageStartSql, transactionPageSql } from '../dist/transactions/list-transactions/list-transactions.sql.js';
 import { toView } from '../dist/transactions/list-transactions/list-transactions.handler.js';
+import { commissionOf, DEFAULT_COMMISSION } from '../dist/revenue/commission.js';
+import { applyEntitlements, readGrantingTransactions } from '../dist/customers/list-customers/add-entitlements.js';
 
 /** The token check and the two reads, shared with bench/nest-floor-server.mjs. */
 export function handlers(url, secret) {
@@ -33,12 +35,19 @@ export function handlers(url, secret) {
     return { appId: claims.app, scopes: new Set(String(claims.scope ?? '').split(' ')) };
   }
 
+  const commission = commissionOf(DEFAULT_COMMISSION);
+
   async function customers(who, rawQuery) {
     const usernames = parseApplicationUsernames(rawQuery);
     const now = new Date();
     const { name, sql, params } = customersByNameSql({ appId: who.appId, skip: 0, limit: usernames.length, usernames, filters: {} }, now);
-    const { rows } = await pool.query({ name, text: sql, values: params });
+    // the customers and their entitlements' transactions at once, as the service reads them
+    const [{ rows }, granting] = await Promise.all([
+      pool.query({ name, text: sql, values: params }),
+      readGrantingTransactions((n, text, values) => pool.query({ name: n, text, values }).then((r) => r.rows), who.appId, usernames),
+    ]);
     const summaries = rows.map((row) => ({ applicationUsername: row.applicationUsername, customerInfo: customerInfo(row, now), receiptIds: row.receiptIds }));
+    applyEntitlements(summaries, granting, now);
     return { rows: summaries, paging: { skip: 0, limit: usernames.length, total: rows.length } };
   }
 
@@ -50,7 +59,7 @@ export function handlers(url, secret) {
     if (start.day === null || q.limit === 0) return { rows: [], paging };
     const page = transactionPageSql(q, dayStart(start.day), q.skip - Number(start.before));
     const { rows } = await pool.query({ name: page.name, text: page.sql, values: page.params });
-    return { rows: rows.map(toView), paging };
+    return { rows: rows.map((row) => toView(row, commission, who.appId)), paging };
   }
 
   return { principal, customers, transactions };
